@@ -1,0 +1,150 @@
+// arm64 waiting: LDAXR + WFE on the event stream, WFET, or a YIELD loop.
+// Included only through arch/platform.h.
+
+#ifndef HALTPOOL_ARCH_AARCH64_CPU_WAIT_H_
+#define HALTPOOL_ARCH_AARCH64_CPU_WAIT_H_
+
+#include <sys/auxv.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "arch/cpu_features.h"
+#include "arch/wait_mechanism.h"
+
+namespace haltpool::arch::platform {
+
+inline constexpr const char* kArchName = "aarch64";
+
+// From the kernel's uapi/asm/hwcap.h.
+inline constexpr unsigned long kHwcapEvtstrm = 1UL << 2;
+inline constexpr unsigned long kHwcap2Wfxt = 1UL << 31;
+
+// Loads between two counter reads in the YIELD loop (the counter read is a
+// cheap system-register read; YIELD is a hint that may be a no-op).
+inline constexpr int kLoadsPerClockRead = 16;
+
+inline void Relax() noexcept { asm volatile("yield" ::: "memory"); }
+
+inline uint64_t ReadCycles() noexcept {
+  uint64_t v;
+  asm volatile("isb; mrs %0, cntvct_el0" : "=r"(v)::"memory");
+  return v;
+}
+
+// CNTFRQ_EL0 states the counter's frequency exactly.
+inline double CyclesPerNsHint() noexcept {
+  uint64_t hz;
+  asm volatile("mrs %0, cntfrq_el0" : "=r"(hz));
+  return static_cast<double>(hz) / 1e9;
+}
+
+inline CpuFeatures DetectFeatures() noexcept {
+  CpuFeatures f;
+  f.arch = kArchName;
+  f.evtstrm = (getauxval(AT_HWCAP) & kHwcapEvtstrm) != 0;
+  f.wfxt = (getauxval(AT_HWCAP2) & kHwcap2Wfxt) != 0;
+  return f;
+}
+
+inline bool Supports(WaitMechanism m, const CpuFeatures& f) noexcept {
+  switch (m) {
+    case WaitMechanism::kSpin:
+    case WaitMechanism::kYield:
+      return true;
+    case WaitMechanism::kWfe:
+      return f.evtstrm;
+    case WaitMechanism::kWfet:
+      return f.wfxt;
+    default:
+      return false;
+  }
+}
+
+inline const char* MissingReason(WaitMechanism m) noexcept {
+  switch (m) {
+    case WaitMechanism::kWfe:
+      return "the kernel's event stream is off (no HWCAP_EVTSTRM), so a WFE "
+             "could sleep without bound";
+    case WaitMechanism::kWfet:
+      return "the CPU lacks FEAT_WFxT (no HWCAP2_WFXT)";
+    default:
+      return "it is not an arm64 mechanism";
+  }
+}
+
+inline WaitMechanism Best(const CpuFeatures& f) noexcept {
+  if (f.wfxt) return WaitMechanism::kWfet;
+  if (f.evtstrm) return WaitMechanism::kWfe;
+  return WaitMechanism::kYield;
+}
+
+// Load-acquire exclusive: arms the monitor so a store to the word sends the
+// event that ends a WFE.
+inline uint32_t LoadExclusive(const std::atomic<uint32_t>& word) noexcept {
+  uint32_t v;
+  asm volatile("ldaxr %w0, [%1]" : "=&r"(v) : "r"(&word) : "memory");
+  return v;
+}
+
+inline uint32_t WaitWfe(const std::atomic<uint32_t>& word, uint32_t old,
+                        uint64_t deadline) noexcept {
+  for (;;) {
+    uint32_t v = LoadExclusive(word);
+    if (v != old || ReadCycles() >= deadline) {
+      asm volatile("clrex" ::: "memory");
+      return v;
+    }
+    asm volatile("wfe" ::: "memory");  // The event stream bounds this.
+  }
+}
+
+inline uint32_t WaitWfet(const std::atomic<uint32_t>& word, uint32_t old,
+                         uint64_t deadline) noexcept {
+  for (;;) {
+    uint32_t v = LoadExclusive(word);
+    if (v != old || ReadCycles() >= deadline) {
+      asm volatile("clrex" ::: "memory");
+      return v;
+    }
+    // WFET x<n>: 0xd5031000 | n. Spelled as an encoding so older assemblers
+    // build it; the deadline is absolute in CNTVCT units.
+    register uint64_t x0 asm("x0") = deadline;
+    asm volatile(".inst 0xd5031000" : : "r"(x0) : "memory");
+  }
+}
+
+inline uint32_t WaitYield(const std::atomic<uint32_t>& word, uint32_t old,
+                          uint64_t deadline, bool yield) noexcept {
+  for (;;) {
+    for (int i = 0; i < kLoadsPerClockRead; ++i) {
+      uint32_t v = word.load(std::memory_order_acquire);
+      if (v != old) return v;
+      if (yield) {
+        asm volatile("yield" ::: "memory");
+      } else {
+        asm volatile("" ::: "memory");
+      }
+    }
+    if (ReadCycles() >= deadline) return word.load(std::memory_order_acquire);
+  }
+}
+
+// Callers have checked Supports(m) before.
+inline uint32_t Wait(WaitMechanism m, const std::atomic<uint32_t>& word,
+                     uint32_t old, uint64_t deadline) noexcept {
+  switch (m) {
+    case WaitMechanism::kWfet:
+      return WaitWfet(word, old, deadline);
+    case WaitMechanism::kWfe:
+      return WaitWfe(word, old, deadline);
+    case WaitMechanism::kYield:
+      return WaitYield(word, old, deadline, /*yield=*/true);
+    default:
+      return WaitYield(word, old, deadline, /*yield=*/false);
+  }
+}
+
+}  // namespace haltpool::arch::platform
+
+#endif  // HALTPOOL_ARCH_AARCH64_CPU_WAIT_H_

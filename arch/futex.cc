@@ -1,0 +1,70 @@
+#include "arch/futex.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arch/cycle_clock.h"
+
+namespace haltpool::arch {
+namespace {
+
+int Op(int op, FutexScope scope) {
+  return scope == FutexScope::kPrivate ? (op | FUTEX_PRIVATE_FLAG) : op;
+}
+
+uint32_t* Addr(const std::atomic<uint32_t>& word) {
+  return reinterpret_cast<uint32_t*>(const_cast<std::atomic<uint32_t>*>(&word));
+}
+
+}  // namespace
+
+FutexWaitResult FutexWaitUntil(const std::atomic<uint32_t>& word,
+                               uint32_t expected, int64_t deadline_ns,
+                               FutexScope scope) noexcept {
+  timespec ts;
+  timespec* tsp = nullptr;
+  if (deadline_ns != kNoDeadline) {
+    if (deadline_ns < 0) deadline_ns = 0;
+    ts.tv_sec = deadline_ns / 1000000000;
+    ts.tv_nsec = deadline_ns % 1000000000;
+    tsp = &ts;
+  }
+  for (;;) {
+    // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline.
+    long rc = syscall(SYS_futex, Addr(word), Op(FUTEX_WAIT_BITSET, scope),
+                      expected, tsp, nullptr, FUTEX_BITSET_MATCH_ANY);
+    if (rc == 0) return FutexWaitResult::kWoken;
+    switch (errno) {
+      case EINTR:
+        continue;
+      case EAGAIN:
+        return FutexWaitResult::kValueChanged;
+      case ETIMEDOUT:
+        return FutexWaitResult::kTimedOut;
+      default:
+        // EFAULT/EINVAL are programming errors; report a wake so the caller
+        // re-checks its state instead of sleeping on a broken word.
+        return FutexWaitResult::kWoken;
+    }
+  }
+}
+
+FutexWaitResult FutexWaitFor(const std::atomic<uint32_t>& word,
+                             uint32_t expected, int64_t timeout_ns,
+                             FutexScope scope) noexcept {
+  const int64_t deadline =
+      timeout_ns < 0 ? kNoDeadline : MonotonicNowNs() + timeout_ns;
+  return FutexWaitUntil(word, expected, deadline, scope);
+}
+
+int FutexWake(const std::atomic<uint32_t>& word, int count,
+              FutexScope scope) noexcept {
+  long rc = syscall(SYS_futex, Addr(word), Op(FUTEX_WAKE, scope), count,
+                    nullptr, nullptr, 0);
+  return rc < 0 ? 0 : static_cast<int>(rc);
+}
+
+}  // namespace haltpool::arch

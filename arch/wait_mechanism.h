@@ -1,0 +1,48 @@
+// The ways a CPU can wait for a 32-bit word to change, by name.
+//
+// Names are what operators type in HALTPOOL_WAIT; which mechanisms this CPU
+// and kernel can actually use is answered by cpu_wait.h.
+
+#ifndef HALTPOOL_ARCH_WAIT_MECHANISM_H_
+#define HALTPOOL_ARCH_WAIT_MECHANISM_H_
+
+#include <array>
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace haltpool::arch {
+
+enum class WaitMechanism : uint8_t {
+  kSpin,    // Plain load loop with a compiler barrier; builds everywhere.
+  kPause,   // x86-64: load loop with PAUSE.
+  kUmwait,  // x86-64 WAITPKG: UMONITOR the word, UMWAIT (C0.1) to a TSC deadline.
+  kTpause,  // x86-64 WAITPKG: TPAUSE (C0.1) in short slices between loads.
+  kMwaitx,  // AMD: MONITORX the word, MWAITX with its timer.
+  kYield,   // arm64: load loop with YIELD.
+  kWfe,     // arm64: LDAXR arms the monitor, WFE (needs the event stream).
+  kWfet,    // arm64 FEAT_WFxT: as kWfe, with WFET's absolute counter deadline.
+};
+
+// Every mechanism, in declaration order.
+inline constexpr std::array<WaitMechanism, 8> kAllWaitMechanisms = {
+    WaitMechanism::kSpin,   WaitMechanism::kPause,  WaitMechanism::kUmwait,
+    WaitMechanism::kTpause, WaitMechanism::kMwaitx, WaitMechanism::kYield,
+    WaitMechanism::kWfe,    WaitMechanism::kWfet,
+};
+
+// The lower-case name of `m` ("umwait").
+absl::string_view WaitMechanismName(WaitMechanism m);
+
+// Parses a name as printed by WaitMechanismName. "auto" is not a mechanism:
+// callers that accept it handle it before calling. Returns InvalidArgument
+// naming the accepted names otherwise.
+absl::StatusOr<WaitMechanism> ParseWaitMechanism(absl::string_view name);
+
+// "spin|pause|umwait|tpause|mwaitx|yield|wfe|wfet", for error messages.
+absl::string_view WaitMechanismNames();
+
+}  // namespace haltpool::arch
+
+#endif  // HALTPOOL_ARCH_WAIT_MECHANISM_H_

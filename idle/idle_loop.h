@@ -1,0 +1,61 @@
+// The core idle loop: select -> enter -> reflect, as cpuidle_idle_call().
+//
+// The loop is written once for every kind of waiter. What "poll" and "block"
+// mean is given by two callables, so the parker (a futex word), a pipe reader
+// or an I/O ring share the same governor, statistics and accounting.
+
+#ifndef HALTPOOL_IDLE_IDLE_LOOP_H_
+#define HALTPOOL_IDLE_IDLE_LOOP_H_
+
+#include <cstdint>
+
+#include "idle/clock.h"
+#include "idle/governor.h"
+#include "idle/idle_state.h"
+#include "idle/idle_stats.h"
+
+namespace haltpool::idle {
+
+enum class IdleResult { kWoken, kTimedOut };
+
+// What the loop needs besides the two states: a governor, the state table,
+// the counters to fill, and the clock. All owned by the one waiter.
+struct IdleDevice {
+  Governor* governor;
+  const StateTable* states;
+  IdleCounters* counters;
+  const Clock* clock;
+};
+
+// Idles until a state reports a wake (kWoken) or `deadline_ns` passes
+// (kTimedOut). `poll(until_ns)` and `block(until_ns)` enter the states; each
+// returns true if a wake ended it and false if `until_ns` passed first.
+// Called only by the waiting thread; allocates nothing.
+template <typename PollFn, typename BlockFn>
+IdleResult RunIdle(const IdleDevice& dev, int64_t deadline_ns, PollFn&& poll,
+                   BlockFn&& block) noexcept {
+  for (;;) {
+    const int64_t start = dev.clock->NowNs();
+    if (start >= deadline_ns) return IdleResult::kTimedOut;
+    const Selection sel = dev.governor->Select({start, deadline_ns});
+    IdleExit exit;
+    if (sel.state == kPollState) {
+      const bool window_first = sel.poll_limit_ns < deadline_ns - start;
+      const int64_t until = window_first ? start + sel.poll_limit_ns : deadline_ns;
+      exit = poll(until) ? IdleExit::kWoken
+                         : (window_first ? IdleExit::kTimeout : IdleExit::kDeadline);
+    } else {
+      exit = block(deadline_ns) ? IdleExit::kWoken : IdleExit::kDeadline;
+    }
+    const int64_t residency = dev.clock->NowNs() - start;
+    dev.counters->Account(sel.state, residency, exit, *dev.states);
+    dev.governor->Reflect(sel.state, residency, exit);
+    dev.counters->SetWindow(dev.governor->poll_limit_ns());
+    if (exit == IdleExit::kWoken) return IdleResult::kWoken;
+    if (exit == IdleExit::kDeadline) return IdleResult::kTimedOut;
+  }
+}
+
+}  // namespace haltpool::idle
+
+#endif  // HALTPOOL_IDLE_IDLE_LOOP_H_

@@ -1,0 +1,144 @@
+#include "idle/parker.h"
+
+#include <utility>
+
+#include "arch/cpu_wait.h"
+#include "idle/governor_registry.h"
+
+namespace haltpool::idle {
+
+void WakeWord::Unpark() noexcept {
+  const uint32_t prev = state_.exchange(kNotified, std::memory_order_release);
+  if (prev == kSleeping) {
+    arch::FutexWake(state_, 1, scope_);
+    wakes_syscall_.fetch_add(1, std::memory_order_relaxed);
+  } else if (prev == kPolling) {
+    wakes_polling_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    wakes_not_idle_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+WakeStats WakeWord::wake_stats() const noexcept {
+  WakeStats w;
+  w.polling = wakes_polling_.load(std::memory_order_relaxed);
+  w.not_idle = wakes_not_idle_.load(std::memory_order_relaxed);
+  w.syscall = wakes_syscall_.load(std::memory_order_relaxed);
+  return w;
+}
+
+absl::StatusOr<Parker> Parker::Create(WakeWord& word,
+                                      const IdleOptions& options) {
+  absl::StatusOr<std::unique_ptr<Governor>> governor = MakeGovernor(options);
+  if (!governor.ok()) return governor.status();
+  const arch::WaitMechanism wait =
+      options.wait.value_or(arch::BestWaitMechanism());
+  if (absl::Status s = arch::CheckWaitMechanism(wait); !s.ok()) return s;
+  return Parker(word, *std::move(governor), wait);
+}
+
+Parker::Parker(WakeWord& word, std::unique_ptr<Governor> governor,
+               arch::WaitMechanism wait) noexcept
+    : word_(&word), governor_(std::move(governor)), wait_(wait) {}
+
+void Parker::Consume() noexcept {
+  // An exchange, not a store: it reads the newest kNotified, so the waiter
+  // synchronizes with the last waker too, not only the first.
+  word_->state_.exchange(WakeWord::kEmpty, std::memory_order_acquire);
+}
+
+bool Parker::Poll(int64_t until_ns) noexcept {
+  std::atomic<uint32_t>& state = word_->state_;
+  uint32_t cur = state.load(std::memory_order_relaxed);
+  // kPolling carries over from a poll that ran out its window.
+  if (cur == WakeWord::kEmpty &&
+      state.compare_exchange_strong(cur, WakeWord::kPolling,
+                                    std::memory_order_relaxed)) {
+    cur = WakeWord::kPolling;
+  }
+  if (cur == WakeWord::kNotified) {
+    Consume();
+    return true;
+  }
+  if (arch::WaitWhileEqual(state, WakeWord::kPolling, until_ns, wait_) ==
+      WakeWord::kPolling) {
+    return false;  // Still kPolling: a waker that comes now only stores.
+  }
+  Consume();
+  return true;
+}
+
+bool Parker::Block(int64_t until_ns) noexcept {
+  std::atomic<uint32_t>& state = word_->state_;
+  // kEmpty or kPolling -> kSleeping. Failing means a waker stored kNotified:
+  // this re-check is what keeps a wake from being lost on the way to sleep.
+  uint32_t cur = state.load(std::memory_order_relaxed);
+  do {
+    if (cur == WakeWord::kNotified) {
+      Consume();
+      return true;
+    }
+  } while (!state.compare_exchange_weak(cur, WakeWord::kSleeping,
+                                        std::memory_order_relaxed));
+  for (;;) {
+    // The kernel sleeps only while the word still says kSleeping.
+    const arch::FutexWaitResult r =
+        arch::FutexWaitUntil(state, WakeWord::kSleeping, until_ns, word_->scope_);
+    if (state.load(std::memory_order_relaxed) != WakeWord::kSleeping) {
+      Consume();
+      return true;
+    }
+    const bool expired = r == arch::FutexWaitResult::kTimedOut ||
+                         (until_ns != arch::kNoDeadline &&
+                          arch::MonotonicNowNs() >= until_ns);
+    if (!expired) continue;  // A spurious wake-up, or a late FUTEX_WAKE.
+    uint32_t sleeping = WakeWord::kSleeping;
+    if (state.compare_exchange_strong(sleeping, WakeWord::kEmpty,
+                                      std::memory_order_relaxed)) {
+      return false;
+    }
+    Consume();  // The wake raced with the deadline: take it.
+    return true;
+  }
+}
+
+IdleResult Parker::Park(int64_t deadline_ns) noexcept {
+  std::atomic<uint32_t>& state = word_->state_;
+  if (state.load(std::memory_order_relaxed) == WakeWord::kNotified) {
+    Consume();
+    return IdleResult::kWoken;
+  }
+  const IdleDevice dev{governor_.get(), &states_, counters_.get(), &RealClock()};
+  const IdleResult result =
+      RunIdle(dev, deadline_ns, [this](int64_t until) { return Poll(until); },
+              [this](int64_t until) { return Block(until); });
+  if (result == IdleResult::kWoken) return result;
+  // Timed out, possibly while polling: put the word back to kEmpty so later
+  // wakers do not count a poll that is over. A wake that raced is taken.
+  uint32_t cur = state.load(std::memory_order_relaxed);
+  if (cur == WakeWord::kPolling &&
+      state.compare_exchange_strong(cur, WakeWord::kEmpty,
+                                    std::memory_order_relaxed)) {
+    return IdleResult::kTimedOut;
+  }
+  if (cur == WakeWord::kNotified) {
+    Consume();
+    return IdleResult::kWoken;
+  }
+  return IdleResult::kTimedOut;
+}
+
+IdleStats Parker::Stats(absl::string_view label,
+                        absl::string_view driver) const {
+  IdleStats st;
+  st.label = std::string(label);
+  st.driver = std::string(driver);
+  st.governor = std::string(governor_->name());
+  st.wait = std::string(arch::WaitMechanismName(wait_));
+  st.states = states_;
+  counters_->Snapshot(st);
+  st.wakes = word_->wake_stats();
+  return st;
+}
+
+}  // namespace haltpool::idle

@@ -1,0 +1,118 @@
+// The parker: one waiter idles on its own 32-bit wake word, polling it for
+// the governor's window, then sleeping in FUTEX_WAIT; any thread (or, for a
+// word in shared memory, any process) wakes it. A waker that finds the waiter
+// polling only stores to the word: no system call. This is the kernel's
+// TIF_POLLING_NRFLAG handshake in user space, and the only place it lives.
+//
+// The word holds one of four values:
+//   kEmpty     no wake pending, the waiter is not idle
+//   kNotified  a wake is pending (a token: wakes coalesce)
+//   kPolling   the waiter polls the word
+//   kSleeping  the waiter is in, or about to enter, FUTEX_WAIT
+// Only wakers write kNotified (by exchange); only the waiter writes the other
+// three, always by compare-exchange from a value it owns, so a wake can never
+// be overwritten. The waiter consumes a wake by exchange, which reads the
+// newest value and so synchronizes with every waker before it.
+
+#ifndef HALTPOOL_IDLE_PARKER_H_
+#define HALTPOOL_IDLE_PARKER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "arch/cycle_clock.h"
+#include "arch/futex.h"
+#include "arch/wait_mechanism.h"
+#include "idle/governor.h"
+#include "idle/idle_loop.h"
+#include "idle/idle_options.h"
+#include "idle/idle_state.h"
+#include "idle/idle_stats.h"
+
+namespace haltpool::idle {
+
+// The part of a parker that wakers touch. Standard layout and lock-free, so
+// it may be placed in memory shared between processes (construct it with
+// FutexScope::kShared there). Not copyable: its address is the futex.
+class alignas(64) WakeWord {
+ public:
+  enum : uint32_t { kEmpty = 0, kNotified = 1, kPolling = 2, kSleeping = 3 };
+
+  explicit WakeWord(arch::FutexScope scope = arch::FutexScope::kPrivate) noexcept
+      : scope_(scope) {}
+  WakeWord(const WakeWord&) = delete;
+  WakeWord& operator=(const WakeWord&) = delete;
+
+  // Makes the waiter's current or next Park() return kWoken. Release
+  // ordering: what the caller wrote before is visible to the waiter after
+  // Park returns. Any thread, any number at once; wakes before the waiter
+  // consumes one coalesce. Costs one atomic exchange, plus FUTEX_WAKE only if
+  // the waiter sleeps.
+  void Unpark() noexcept;
+
+  // The wakes counted so far; any thread.
+  WakeStats wake_stats() const noexcept;
+
+  arch::FutexScope scope() const noexcept { return scope_; }
+
+ private:
+  friend class Parker;
+
+  std::atomic<uint32_t> state_{kEmpty};
+  const arch::FutexScope scope_;
+  std::atomic<uint64_t> wakes_polling_{0};
+  std::atomic<uint64_t> wakes_not_idle_{0};
+  std::atomic<uint64_t> wakes_syscall_{0};
+};
+
+// The waiter's side: the governor, the state table and the statistics. One
+// thread parks on it at a time; it does not own the WakeWord.
+class Parker {
+ public:
+  // A parker for `word`, idling under `options` (governor, window, wait
+  // mechanism). Fails if the options are invalid or name a wait mechanism
+  // this CPU lacks. Setup, not a hot path.
+  static absl::StatusOr<Parker> Create(WakeWord& word,
+                                       const IdleOptions& options);
+
+  Parker(Parker&&) = default;
+  Parker& operator=(Parker&&) = default;
+
+  // Idles until woken (kWoken, with acquire ordering against the Unpark) or
+  // until CLOCK_MONOTONIC passes `deadline_ns` (kTimedOut). A wake that came
+  // before the call returns at once. Spurious futex wake-ups are absorbed.
+  // Only the owning thread; noexcept, allocation-free.
+  IdleResult Park(int64_t deadline_ns = arch::kNoDeadline) noexcept;
+
+  // The statistics so far. Any thread, though counters of a Park in
+  // progress may be one period behind.
+  IdleStats Stats(absl::string_view label, absl::string_view driver) const;
+
+  arch::WaitMechanism wait_mechanism() const noexcept { return wait_; }
+  const Governor& governor() const noexcept { return *governor_; }
+
+ private:
+  Parker(WakeWord& word, std::unique_ptr<Governor> governor,
+         arch::WaitMechanism wait) noexcept;
+
+  // The two idle states. Each returns true if a wake ended it (and consumed
+  // it), false if `until_ns` passed first.
+  bool Poll(int64_t until_ns) noexcept;
+  bool Block(int64_t until_ns) noexcept;
+
+  // Takes the pending wake: the word goes back to kEmpty.
+  void Consume() noexcept;
+
+  WakeWord* word_;
+  std::unique_ptr<Governor> governor_;
+  arch::WaitMechanism wait_;
+  StateTable states_ = DefaultStateTable();
+  std::unique_ptr<IdleCounters> counters_ = std::make_unique<IdleCounters>();
+};
+
+}  // namespace haltpool::idle
+
+#endif  // HALTPOOL_IDLE_PARKER_H_

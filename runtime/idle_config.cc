@@ -1,0 +1,231 @@
+#include "runtime/idle_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "arch/wait_mechanism.h"
+#include "idle/governor_registry.h"
+#include "runtime/value_parse.h"
+
+namespace haltpool {
+namespace {
+
+using idle::IdleOptions;
+
+// A variable: how to apply a value to the config, and how to spell the
+// config's current value. The table below is the single list of variables.
+struct Variable {
+  absl::string_view name;
+  absl::string_view meaning;
+  std::function<absl::Status(absl::string_view, IdleConfig&)> apply;
+  std::function<std::string(const IdleConfig&)> format;
+};
+
+absl::Status SetDuration(absl::string_view text, int64_t max, int64_t& field) {
+  absl::StatusOr<int64_t> v = ParseDurationNs(text, 0, max);
+  if (!v.ok()) return v.status();
+  field = *v;
+  return absl::OkStatus();
+}
+
+absl::Status SetInteger(absl::string_view text, int64_t min, int64_t max,
+                        int64_t& field) {
+  absl::StatusOr<int64_t> v = ParseInteger(text, min, max);
+  if (!v.ok()) return v.status();
+  field = *v;
+  return absl::OkStatus();
+}
+
+const std::vector<Variable>& Variables() {
+  static const auto* kVariables = new std::vector<Variable>{
+      {"HALTPOOL_GOVERNOR",
+       "the idle governor: haltpoll (adaptive window, the kernel's), poll "
+       "(never blocks), block (never polls), fixed (HALTPOOL_FIXED_POLL_NS)",
+       [](absl::string_view v, IdleConfig& c) {
+         if (!idle::IsGovernorName(v)) {
+           return absl::InvalidArgumentError(absl::StrCat(
+               v.empty() ? "empty" : "unknown governor",
+               "; accepted: ", idle::GovernorNames()));
+         }
+         c.options.governor = std::string(v);
+         return absl::OkStatus();
+       },
+       [](const IdleConfig& c) { return c.options.governor; }},
+      {"HALTPOOL_POLL_NS",
+       "haltpoll: the poll window's cap, as guest_halt_poll_ns",
+       [](absl::string_view v, IdleConfig& c) {
+         return SetDuration(v, idle::kMaxWindowNs, c.options.haltpoll.poll_ns);
+       },
+       [](const IdleConfig& c) {
+         return FormatDurationNs(c.options.haltpoll.poll_ns);
+       }},
+      {"HALTPOOL_POLL_GROW",
+       "haltpoll: factor the window grows by, as guest_halt_poll_grow",
+       [](absl::string_view v, IdleConfig& c) {
+         return SetInteger(v, idle::kMinGrow, idle::kMaxFactor,
+                           c.options.haltpoll.grow);
+       },
+       [](const IdleConfig& c) { return absl::StrCat(c.options.haltpoll.grow); }},
+      {"HALTPOOL_POLL_GROW_START",
+       "haltpoll: the first non-zero window, as guest_halt_poll_grow_start",
+       [](absl::string_view v, IdleConfig& c) {
+         return SetDuration(v, idle::kMaxWindowNs,
+                            c.options.haltpoll.grow_start);
+       },
+       [](const IdleConfig& c) {
+         return FormatDurationNs(c.options.haltpoll.grow_start);
+       }},
+      {"HALTPOOL_POLL_SHRINK",
+       "haltpoll: divisor the window shrinks by (0 resets it), as "
+       "guest_halt_poll_shrink",
+       [](absl::string_view v, IdleConfig& c) {
+         return SetInteger(v, 0, idle::kMaxFactor, c.options.haltpoll.shrink);
+       },
+       [](const IdleConfig& c) {
+         return absl::StrCat(c.options.haltpoll.shrink);
+       }},
+      {"HALTPOOL_POLL_ALLOW_SHRINK",
+       "haltpoll: whether long blocks shrink the window, as "
+       "guest_halt_poll_allow_shrink",
+       [](absl::string_view v, IdleConfig& c) {
+         absl::StatusOr<bool> b = ParseBool(v);
+         if (!b.ok()) return b.status();
+         c.options.haltpoll.allow_shrink = *b;
+         return absl::OkStatus();
+       },
+       [](const IdleConfig& c) {
+         return std::string(c.options.haltpoll.allow_shrink ? "1" : "0");
+       }},
+      {"HALTPOOL_FIXED_POLL_NS", "fixed: the constant poll window",
+       [](absl::string_view v, IdleConfig& c) {
+         return SetDuration(v, idle::kMaxWindowNs, c.options.fixed_poll_ns);
+       },
+       [](const IdleConfig& c) {
+         return FormatDurationNs(c.options.fixed_poll_ns);
+       }},
+      {"HALTPOOL_WAIT",
+       "the poll state's wait instruction: auto picks the best the CPU has; "
+       "forcing one it lacks is an error at start-up",
+       [](absl::string_view v, IdleConfig& c) -> absl::Status {
+         if (v == "auto") {
+           c.options.wait.reset();
+           return absl::OkStatus();
+         }
+         absl::StatusOr<arch::WaitMechanism> m = arch::ParseWaitMechanism(v);
+         if (!m.ok()) {
+           return absl::InvalidArgumentError(
+               absl::StrCat(v.empty() ? "empty" : "unknown wait mechanism",
+                            "; accepted: auto|", arch::WaitMechanismNames()));
+         }
+         c.options.wait = *m;
+         return absl::OkStatus();
+       },
+       [](const IdleConfig& c) {
+         return c.options.wait ? std::string(arch::WaitMechanismName(*c.options.wait))
+                               : std::string("auto");
+       }},
+      {"HALTPOOL_DISPLAY_ENV",
+       "1 prints the resolved configuration and each value's source to "
+       "stderr at start-up, as OMP_DISPLAY_ENV",
+       [](absl::string_view v, IdleConfig& c) {
+         absl::StatusOr<bool> b = ParseBool(v);
+         if (!b.ok()) return b.status();
+         c.display_env = *b;
+         return absl::OkStatus();
+       },
+       [](const IdleConfig& c) { return std::string(c.display_env ? "1" : "0"); }},
+  };
+  return *kVariables;
+}
+
+std::string KnownNames() {
+  std::vector<absl::string_view> names;
+  for (const Variable& v : Variables()) names.push_back(v.name);
+  return absl::StrJoin(names, ", ");
+}
+
+}  // namespace
+
+absl::string_view ValueSourceName(ValueSource source) {
+  switch (source) {
+    case ValueSource::kDefault:
+      return "default";
+    case ValueSource::kCode:
+      return "code";
+    case ValueSource::kEnvironment:
+      return "environment";
+  }
+  return "unknown";
+}
+
+std::vector<VariableDoc> DocumentedVariables() {
+  const IdleConfig defaults;
+  std::vector<VariableDoc> docs;
+  for (const Variable& v : Variables()) {
+    docs.push_back({v.name, v.format(defaults), v.meaning});
+  }
+  return docs;
+}
+
+absl::StatusOr<IdleConfig> ResolveIdleConfig(const IdleOptions& code,
+                                             const Environment& env) {
+  if (absl::Status s = idle::ValidateIdleOptions(code); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid option from code: ", s.message()));
+  }
+  for (const std::string& name : env.NamesWithPrefix("HALTPOOL_")) {
+    const auto& vars = Variables();
+    if (std::none_of(vars.begin(), vars.end(),
+                     [&](const Variable& v) { return v.name == name; })) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, " is not a haltpool variable; known: ", KnownNames()));
+    }
+  }
+  const IdleConfig defaults;
+  IdleConfig config;
+  config.options = code;
+  for (const Variable& v : Variables()) {
+    ValueSource source = v.format(config) == v.format(defaults)
+                             ? ValueSource::kDefault
+                             : ValueSource::kCode;
+    if (std::optional<std::string> value = env.Get(v.name)) {
+      if (absl::Status s = v.apply(*value, config); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(v.name, "='", *value, "': ", s.message()));
+      }
+      source = ValueSource::kEnvironment;
+    }
+    config.variables.push_back({std::string(v.name), "", source});
+  }
+  for (size_t i = 0; i < Variables().size(); ++i) {
+    config.variables[i].value = Variables()[i].format(config);
+  }
+  return config;
+}
+
+std::string DisplayEnv(const IdleConfig& config) {
+  std::string out = "HALTPOOL DISPLAY ENVIRONMENT BEGIN\n";
+  for (const ResolvedVariable& v : config.variables) {
+    absl::StrAppend(&out, "  ", v.name, " = '", v.value, "'  [",
+                    ValueSourceName(v.source), "]\n");
+  }
+  absl::StrAppend(&out, "HALTPOOL DISPLAY ENVIRONMENT END\n");
+  return out;
+}
+
+IdleConfig IdleConfigFromEnvironmentOrExit(const IdleOptions& code) {
+  absl::StatusOr<IdleConfig> config = ResolveIdleConfig(code, ProcessEnvironment());
+  if (!config.ok()) {
+    fprintf(stderr, "haltpool: %s\n", std::string(config.status().message()).c_str());
+    exit(2);
+  }
+  if (config->display_env) fputs(DisplayEnv(*config).c_str(), stderr);
+  return *std::move(config);
+}
+
+}  // namespace haltpool

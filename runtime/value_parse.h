@@ -1,0 +1,34 @@
+// Strict parsers for configuration values. Each returns InvalidArgument with
+// a message saying what is wrong and what is accepted; callers prefix the
+// variable name and the value.
+
+#ifndef HALTPOOL_RUNTIME_VALUE_PARSE_H_
+#define HALTPOOL_RUNTIME_VALUE_PARSE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace haltpool {
+
+// A duration in nanoseconds: digits with an optional unit ns, us, ms or s
+// ("200000", "200us", "2ms"), within [min_ns, max_ns]. No sign, no spaces,
+// no fractions.
+absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text, int64_t min_ns,
+                                        int64_t max_ns);
+
+// A whole number within [min, max]: digits only.
+absl::StatusOr<int64_t> ParseInteger(absl::string_view text, int64_t min,
+                                     int64_t max);
+
+// 1/0, true/false, yes/no, y/n (any case), as kernel boolean parameters.
+absl::StatusOr<bool> ParseBool(absl::string_view text);
+
+// The shortest exact spelling of a duration: 200000 -> "200us", 0 -> "0".
+std::string FormatDurationNs(int64_t ns);
+
+}  // namespace haltpool
+
+#endif  // HALTPOOL_RUNTIME_VALUE_PARSE_H_
