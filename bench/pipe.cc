@@ -1,0 +1,221 @@
+// bench/pipe: perf bench sched pipe in user space.
+//
+// Two sides ping-pong a message `loops` times, as perf's sched/pipe: side 1
+// writes then reads, side 0 reads then writes. The reader idles under the
+// haltpool governor from HALTPOOL_* variables; with --transport=parker the
+// message travels in a shared-memory ring and wakes go through the parker.
+// Prints perf's lines, then the CPU both sides used and, with --gap-us, the
+// wake latency of the side that waited out the gap.
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "arch/cycle_clock.h"
+#include "bench/endpoint.h"
+#include "bench/pipe_args.h"
+#include "runtime/idle_config.h"
+
+namespace haltpool::bench {
+namespace {
+
+constexpr int kEchoSide = 0;       // perf's td->nr == 0: read, then write.
+constexpr int kInitiatorSide = 1;  // perf's td->nr == 1: write, then read.
+
+// What each side reports back; lives in MAP_SHARED memory for processes.
+struct SideResult {
+  int64_t cpu_ns = 0;
+  int64_t latency_sum_ns = 0;
+  int64_t latency_count = 0;
+  bool failed = false;
+  char text[16384] = {};  // The error, or the formatted statistics.
+};
+
+struct Links {
+  Transport transport;
+  PipeLink pipes;
+  RingLink rings;
+};
+
+int64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+void BusyFor(int64_t ns) {
+  const int64_t until = arch::MonotonicNowNs() + ns;
+  while (arch::MonotonicNowNs() < until) {
+  }
+}
+
+void Put(SideResult& r, const std::string& s) {
+  snprintf(r.text, sizeof r.text, "%s", s.c_str());
+}
+
+void RunSide(int side, const PipeArgs& args, const Links& links,
+             const idle::IdleOptions& options, SideResult& result) {
+  absl::StatusOr<std::unique_ptr<Endpoint>> ep =
+      links.transport == Transport::kPipe
+          ? MakePipeEndpoint(links.pipes, side, options)
+          : MakeRingEndpoint(links.rings, side, options);
+  if (!ep.ok()) {
+    result.failed = true;
+    Put(result, std::string(ep.status().message()));
+    return;
+  }
+  Endpoint& e = **ep;
+  const int64_t cpu0 = ThreadCpuNs();
+  if (side == kInitiatorSide) {
+    for (int64_t i = 0; i < args.loops; ++i) {
+      if (args.gap_us > 0) BusyFor(args.gap_us * 1000);
+      e.Send(static_cast<uint64_t>(arch::MonotonicNowNs()));
+      e.Receive();
+    }
+  } else {
+    for (int64_t i = 0; i < args.loops; ++i) {
+      const uint64_t sent = e.Receive();
+      result.latency_sum_ns += arch::MonotonicNowNs() - static_cast<int64_t>(sent);
+      ++result.latency_count;
+      e.Send(sent);
+    }
+  }
+  result.cpu_ns = ThreadCpuNs() - cpu0;
+  if (args.stats != StatsFormat::kNone) {
+    const idle::IdleStats st =
+        e.Stats(side == kEchoSide ? "side 0 (reads first)" : "side 1 (writes first)");
+    Put(result, args.stats == StatsFormat::kJson ? idle::FormatJson(st) + "\n"
+                                                 : idle::FormatCpupower(st));
+  }
+}
+
+int Run(const PipeArgs& args, const IdleConfig& config) {
+  Links links{args.transport, {}, {}};
+  if (args.transport == Transport::kPipe) {
+    absl::StatusOr<PipeLink> p = OpenPipeLink();
+    if (!p.ok()) {
+      fprintf(stderr, "pipe: %s\n", std::string(p.status().message()).c_str());
+      return 1;
+    }
+    links.pipes = *p;
+  } else {
+    absl::StatusOr<RingLink> r = OpenRingLink(!args.threaded);
+    if (!r.ok()) {
+      fprintf(stderr, "pipe: %s\n", std::string(r.status().message()).c_str());
+      return 1;
+    }
+    links.rings = *r;
+  }
+  void* mem = mmap(nullptr, 2 * sizeof(SideResult), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    perror("mmap");
+    return 1;
+  }
+  SideResult* results = new (mem) SideResult[2];
+
+  printf("# Running 'sched/pipe' benchmark:\n");
+  fflush(stdout);
+  const int64_t start = arch::MonotonicNowNs();
+  if (args.threaded) {
+    std::thread t0([&] { RunSide(kEchoSide, args, links, config.options, results[0]); });
+    std::thread t1([&] {
+      RunSide(kInitiatorSide, args, links, config.options, results[1]);
+    });
+    t0.join();
+    t1.join();
+  } else {
+    pid_t pids[2];
+    for (int side = 0; side < 2; ++side) {
+      pids[side] = fork();
+      if (pids[side] < 0) {
+        perror("fork");
+        return 1;
+      }
+      if (pids[side] == 0) {
+        RunSide(side, args, links, config.options, results[side]);
+        _exit(results[side].failed ? 1 : 0);
+      }
+    }
+    for (pid_t pid : pids) {
+      int status = 0;
+      waitpid(pid, &status, 0);
+    }
+  }
+  const int64_t elapsed_ns = arch::MonotonicNowNs() - start;
+
+  for (const SideResult& r : {results[0], results[1]}) {
+    if (r.failed) {
+      fprintf(stderr, "haltpool: %s\n", r.text);
+      return 2;
+    }
+  }
+  const int64_t usec = elapsed_ns / 1000;
+  printf("# Executed %lld pipe operations between two %s\n\n",
+         static_cast<long long>(args.loops),
+         args.threaded ? "threads" : "processes");
+  printf(" %14s: %lld.%03lld [sec]\n\n", "Total time",
+         static_cast<long long>(usec / 1000000),
+         static_cast<long long>(usec % 1000000 / 1000));
+  printf(" %14lf usecs/op\n", static_cast<double>(usec) / args.loops);
+  printf(" %14d ops/sec\n",
+         static_cast<int>(args.loops / (static_cast<double>(usec) / 1e6)));
+  const double cpu_us_per_op =
+      static_cast<double>(results[0].cpu_ns + results[1].cpu_ns) / 1000.0 /
+      args.loops;
+  printf(" %14lf cpu usecs/op (both sides; side 0 %.3f, side 1 %.3f)\n",
+         cpu_us_per_op, results[0].cpu_ns / 1000.0 / args.loops,
+         results[1].cpu_ns / 1000.0 / args.loops);
+  if (args.gap_us > 0) {
+    const SideResult& w = results[kEchoSide];
+    printf(" %14lf usecs mean wake latency (gap %lld us)\n",
+           w.latency_count ? w.latency_sum_ns / 1000.0 / w.latency_count : 0.0,
+           static_cast<long long>(args.gap_us));
+    printf(" %14lf %% of a CPU used by the waiting side 0\n",
+           100.0 * static_cast<double>(w.cpu_ns) / static_cast<double>(elapsed_ns));
+  }
+  printf("# haltpool: transport=%s governor=%s\n",
+         args.transport == Transport::kPipe ? "pipe" : "parker",
+         config.options.governor.c_str());
+  if (args.stats != StatsFormat::kNone) {
+    printf("\n%s%s%s", results[0].text,
+           args.stats == StatsFormat::kText ? "\n" : "", results[1].text);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace haltpool::bench
+
+int main(int argc, char** argv) {
+  using haltpool::bench::ParsePipeArgs;
+  using haltpool::bench::PipeUsage;
+  absl::StatusOr<haltpool::bench::PipeArgs> args = ParsePipeArgs(argc - 1, argv + 1);
+  if (!args.ok()) {
+    fprintf(stderr, "  Error: %s\n%s", std::string(args.status().message()).c_str(),
+            PipeUsage().c_str());
+    return 129;  // perf's exit status for a usage error.
+  }
+  if (args->help) {
+    printf("%s", PipeUsage().c_str());
+    return 0;
+  }
+  const haltpool::IdleConfig config = haltpool::IdleConfigFromEnvironmentOrExit();
+  // Fail before any work if the wait mechanism cannot run here.
+  haltpool::idle::WakeWord probe;
+  if (absl::StatusOr<haltpool::idle::Parker> p =
+          haltpool::idle::Parker::Create(probe, config.options);
+      !p.ok()) {
+    fprintf(stderr, "haltpool: %s\n", std::string(p.status().message()).c_str());
+    return 2;
+  }
+  return haltpool::bench::Run(*args, config);
+}
