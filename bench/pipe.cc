@@ -14,8 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -30,11 +32,17 @@ namespace {
 constexpr int kEchoSide = 0;       // perf's td->nr == 0: read, then write.
 constexpr int kInitiatorSide = 1;  // perf's td->nr == 1: write, then read.
 
+// Wake latencies kept for percentiles (the first this many ops); the mean
+// covers every op.
+constexpr int64_t kMaxLatencySamples = 1 << 20;
+
 // What each side reports back; lives in MAP_SHARED memory for processes.
 struct SideResult {
   int64_t cpu_ns = 0;
   int64_t latency_sum_ns = 0;
   int64_t latency_count = 0;
+  int64_t latency_p50_ns = 0;
+  int64_t latency_p99_ns = 0;
   bool failed = false;
   char text[16384] = {};  // The error, or the formatted statistics.
 };
@@ -81,11 +89,20 @@ void RunSide(int side, const PipeArgs& args, const Links& links,
       e.Receive();
     }
   } else {
+    std::vector<int64_t> samples;
+    if (args.gap_us > 0) samples.reserve(std::min(args.loops, kMaxLatencySamples));
     for (int64_t i = 0; i < args.loops; ++i) {
       const uint64_t sent = e.Receive();
-      result.latency_sum_ns += arch::MonotonicNowNs() - static_cast<int64_t>(sent);
+      const int64_t latency = arch::MonotonicNowNs() - static_cast<int64_t>(sent);
+      result.latency_sum_ns += latency;
       ++result.latency_count;
+      if (samples.size() < samples.capacity()) samples.push_back(latency);
       e.Send(sent);
+    }
+    if (!samples.empty()) {
+      std::sort(samples.begin(), samples.end());
+      result.latency_p50_ns = samples[samples.size() / 2];
+      result.latency_p99_ns = samples[samples.size() * 99 / 100];
     }
   }
   result.cpu_ns = ThreadCpuNs() - cpu0;
@@ -176,9 +193,10 @@ int Run(const PipeArgs& args, const IdleConfig& config) {
          results[1].cpu_ns / 1000.0 / args.loops);
   if (args.gap_us > 0) {
     const SideResult& w = results[kEchoSide];
-    printf(" %14lf usecs mean wake latency (gap %lld us)\n",
+    printf(" %14lf usecs mean wake latency (gap %lld us; p50 %.3f, p99 %.3f)\n",
            w.latency_count ? w.latency_sum_ns / 1000.0 / w.latency_count : 0.0,
-           static_cast<long long>(args.gap_us));
+           static_cast<long long>(args.gap_us), w.latency_p50_ns / 1000.0,
+           w.latency_p99_ns / 1000.0);
     printf(" %14lf %% of a CPU used by the waiting side 0\n",
            100.0 * static_cast<double>(w.cpu_ns) / static_cast<double>(elapsed_ns));
   }
