@@ -13,10 +13,11 @@ namespace haltpool::arch {
 
 struct CpuFeatures {
   const char* arch = "generic";  // "x86_64", "aarch64", "s390x" or "generic".
-  bool waitpkg = false;   // x86: CPUID.(7,0):ECX[5], UMONITOR/UMWAIT/TPAUSE.
-  bool mwaitx = false;    // AMD: CPUID.80000001h:ECX[29], MONITORX/MWAITX.
-  bool evtstrm = false;   // arm64: AT_HWCAP HWCAP_EVTSTRM, WFE wakes periodically.
-  bool wfxt = false;      // arm64: AT_HWCAP2 HWCAP2_WFXT, WFET/WFIT.
+  bool waitpkg = false;  // x86: CPUID.(7,0):ECX[5], UMONITOR/UMWAIT/TPAUSE.
+  bool mwaitx = false;   // AMD: CPUID.80000001h:ECX[29], MONITORX/MWAITX.
+  bool evtstrm =
+      false;          // arm64: AT_HWCAP HWCAP_EVTSTRM, WFE wakes periodically.
+  bool wfxt = false;  // arm64: AT_HWCAP2 HWCAP2_WFXT, WFET/WFIT.
   bool hypervisor = false;  // x86: CPUID.1:ECX[31], running under a hypervisor.
 };
 

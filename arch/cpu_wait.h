@@ -23,12 +23,13 @@ inline void CpuRelax() noexcept { platform::Relax(); }
 
 // OK if `m` can run on a CPU with `features`; otherwise FailedPrecondition
 // saying what is missing ("umwait: the CPU lacks WAITPKG ...").
-absl::Status CheckWaitMechanism(WaitMechanism m,
-                                const CpuFeatures& features = HostCpuFeatures());
+absl::Status CheckWaitMechanism(
+    WaitMechanism m, const CpuFeatures& features = HostCpuFeatures());
 
 // The mechanism `auto` picks: umwait > mwaitx > pause on x86-64,
 // wfet > wfe > yield on arm64, spin elsewhere.
-WaitMechanism BestWaitMechanism(const CpuFeatures& features = HostCpuFeatures());
+WaitMechanism BestWaitMechanism(
+    const CpuFeatures& features = HostCpuFeatures());
 
 // Waits while `word` == `old`, until CLOCK_MONOTONIC reaches `deadline_ns`
 // (kNoDeadline: no limit). Returns the last value read with acquire ordering:

@@ -17,7 +17,8 @@ namespace haltpool::arch {
 enum class WaitMechanism : uint8_t {
   kSpin,    // Plain load loop with a compiler barrier; builds everywhere.
   kPause,   // x86-64: load loop with PAUSE.
-  kUmwait,  // x86-64 WAITPKG: UMONITOR the word, UMWAIT (C0.1) to a TSC deadline.
+  kUmwait,  // x86-64 WAITPKG: UMONITOR the word, UMWAIT (C0.1) to a TSC
+            // deadline.
   kTpause,  // x86-64 WAITPKG: TPAUSE (C0.1) in short slices between loads.
   kMwaitx,  // AMD: MONITORX the word, MWAITX with its timer.
   kYield,   // arm64: load loop with YIELD.

@@ -90,10 +90,12 @@ void RunSide(int side, const PipeArgs& args, const Links& links,
     }
   } else {
     std::vector<int64_t> samples;
-    if (args.gap_us > 0) samples.reserve(std::min(args.loops, kMaxLatencySamples));
+    if (args.gap_us > 0)
+      samples.reserve(std::min(args.loops, kMaxLatencySamples));
     for (int64_t i = 0; i < args.loops; ++i) {
       const uint64_t sent = e.Receive();
-      const int64_t latency = arch::MonotonicNowNs() - static_cast<int64_t>(sent);
+      const int64_t latency =
+          arch::MonotonicNowNs() - static_cast<int64_t>(sent);
       result.latency_sum_ns += latency;
       ++result.latency_count;
       if (samples.size() < samples.capacity()) samples.push_back(latency);
@@ -107,8 +109,8 @@ void RunSide(int side, const PipeArgs& args, const Links& links,
   }
   result.cpu_ns = ThreadCpuNs() - cpu0;
   if (args.stats != StatsFormat::kNone) {
-    const idle::IdleStats st =
-        e.Stats(side == kEchoSide ? "side 0 (reads first)" : "side 1 (writes first)");
+    const idle::IdleStats st = e.Stats(
+        side == kEchoSide ? "side 0 (reads first)" : "side 1 (writes first)");
     Put(result, args.stats == StatsFormat::kJson ? idle::FormatJson(st) + "\n"
                                                  : idle::FormatCpupower(st));
   }
@@ -143,7 +145,8 @@ int Run(const PipeArgs& args, const IdleConfig& config) {
   fflush(stdout);
   const int64_t start = arch::MonotonicNowNs();
   if (args.threaded) {
-    std::thread t0([&] { RunSide(kEchoSide, args, links, config.options, results[0]); });
+    std::thread t0(
+        [&] { RunSide(kEchoSide, args, links, config.options, results[0]); });
     std::thread t1([&] {
       RunSide(kInitiatorSide, args, links, config.options, results[1]);
     });
@@ -198,7 +201,8 @@ int Run(const PipeArgs& args, const IdleConfig& config) {
            static_cast<long long>(args.gap_us), w.latency_p50_ns / 1000.0,
            w.latency_p99_ns / 1000.0);
     printf(" %14lf %% of a CPU used by the waiting side 0\n",
-           100.0 * static_cast<double>(w.cpu_ns) / static_cast<double>(elapsed_ns));
+           100.0 * static_cast<double>(w.cpu_ns) /
+               static_cast<double>(elapsed_ns));
   }
   printf("# haltpool: transport=%s governor=%s\n",
          args.transport == Transport::kPipe ? "pipe" : "parker",
@@ -216,23 +220,26 @@ int Run(const PipeArgs& args, const IdleConfig& config) {
 int main(int argc, char** argv) {
   using haltpool::bench::ParsePipeArgs;
   using haltpool::bench::PipeUsage;
-  absl::StatusOr<haltpool::bench::PipeArgs> args = ParsePipeArgs(argc - 1, argv + 1);
+  absl::StatusOr<haltpool::bench::PipeArgs> args =
+      ParsePipeArgs(argc - 1, argv + 1);
   if (!args.ok()) {
-    fprintf(stderr, "  Error: %s\n%s", std::string(args.status().message()).c_str(),
-            PipeUsage().c_str());
+    fprintf(stderr, "  Error: %s\n%s",
+            std::string(args.status().message()).c_str(), PipeUsage().c_str());
     return 129;  // perf's exit status for a usage error.
   }
   if (args->help) {
     printf("%s", PipeUsage().c_str());
     return 0;
   }
-  const haltpool::IdleConfig config = haltpool::IdleConfigFromEnvironmentOrExit();
+  const haltpool::IdleConfig config =
+      haltpool::IdleConfigFromEnvironmentOrExit();
   // Fail before any work if the wait mechanism cannot run here.
   haltpool::idle::WakeWord probe;
   if (absl::StatusOr<haltpool::idle::Parker> p =
           haltpool::idle::Parker::Create(probe, config.options);
       !p.ok()) {
-    fprintf(stderr, "haltpool: %s\n", std::string(p.status().message()).c_str());
+    fprintf(stderr, "haltpool: %s\n",
+            std::string(p.status().message()).c_str());
     return 2;
   }
   return haltpool::bench::Run(*args, config);

@@ -29,16 +29,15 @@ absl::StatusOr<int64_t> Number(absl::string_view option, absl::string_view text,
 }  // namespace
 
 std::string PipeUsage() {
-  return
-      "\n Usage: pipe [<options>]\n\n"
-      "    -l, --loop <n>        Specify number of loops (default 1000000)\n"
-      "    -T, --threaded        Specify threads/process based task setup\n"
-      "        --transport <t>   pipe (kernel pipes, as perf) or parker\n"
-      "                          (shared-memory ring + parker)\n"
-      "        --gap-us <n>      Initiator stays busy n us before each op\n"
-      "        --stats[=json]    Print idle statistics at exit\n"
-      "    -h, --help            Show this help\n\n"
-      " The idle policy comes from HALTPOOL_* variables (see README.md).\n";
+  return "\n Usage: pipe [<options>]\n\n"
+         "    -l, --loop <n>        Specify number of loops (default 1000000)\n"
+         "    -T, --threaded        Specify threads/process based task setup\n"
+         "        --transport <t>   pipe (kernel pipes, as perf) or parker\n"
+         "                          (shared-memory ring + parker)\n"
+         "        --gap-us <n>      Initiator stays busy n us before each op\n"
+         "        --stats[=json]    Print idle statistics at exit\n"
+         "    -h, --help            Show this help\n\n"
+         " The idle policy comes from HALTPOOL_* variables (see README.md).\n";
 }
 
 absl::StatusOr<PipeArgs> ParsePipeArgs(int argc, const char* const* argv) {

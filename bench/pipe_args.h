@@ -18,7 +18,7 @@ struct PipeArgs {
   int64_t loops = 1000000;  // perf's default.
   bool threaded = false;    // perf's default: two processes.
   Transport transport = Transport::kPipe;
-  int64_t gap_us = 0;       // The initiator stays busy this long per op.
+  int64_t gap_us = 0;  // The initiator stays busy this long per op.
   StatsFormat stats = StatsFormat::kNone;
   bool help = false;
 };

@@ -22,7 +22,9 @@ class PipeEndpoint final : public Endpoint {
  public:
   PipeEndpoint(int read_fd, int write_fd,
                std::unique_ptr<idle::Governor> governor)
-      : read_fd_(read_fd), write_fd_(write_fd), governor_(std::move(governor)) {}
+      : read_fd_(read_fd),
+        write_fd_(write_fd),
+        governor_(std::move(governor)) {}
 
   void Send(uint64_t message) noexcept override {
     // 8 bytes < PIPE_BUF: one atomic write, retried only on a signal.
@@ -126,9 +128,8 @@ absl::StatusOr<std::unique_ptr<Endpoint>> MakePipeEndpoint(
   absl::StatusOr<std::unique_ptr<idle::Governor>> governor =
       idle::MakeGovernor(options);
   if (!governor.ok()) return governor.status();
-  return std::make_unique<PipeEndpoint>(link.fds[side][0],
-                                        link.fds[1 - side][1],
-                                        *std::move(governor));
+  return std::make_unique<PipeEndpoint>(
+      link.fds[side][0], link.fds[1 - side][1], *std::move(governor));
 }
 
 }  // namespace haltpool::bench

@@ -61,8 +61,8 @@ absl::StatusOr<RingLink> OpenRingLink(bool across_processes) {
   if (mem == MAP_FAILED) {
     return absl::InternalError(absl::StrCat("mmap: ", strerror(errno)));
   }
-  const arch::FutexScope scope = across_processes ? arch::FutexScope::kShared
-                                                  : arch::FutexScope::kPrivate;
+  const arch::FutexScope scope =
+      across_processes ? arch::FutexScope::kShared : arch::FutexScope::kPrivate;
   Ring* rings = static_cast<Ring*>(mem);
   new (&rings[0]) Ring(scope);
   new (&rings[1]) Ring(scope);
@@ -74,9 +74,8 @@ absl::StatusOr<std::unique_ptr<Endpoint>> MakeRingEndpoint(
   absl::StatusOr<idle::Parker> parker =
       idle::Parker::Create(link.rings[side].reader, options);
   if (!parker.ok()) return parker.status();
-  return std::make_unique<RingEndpoint>(&link.rings[side],
-                                        &link.rings[1 - side],
-                                        *std::move(parker));
+  return std::make_unique<RingEndpoint>(
+      &link.rings[side], &link.rings[1 - side], *std::move(parker));
 }
 
 }  // namespace haltpool::bench

@@ -23,7 +23,8 @@ class FixedGovernor final : public Governor {
   // Poll the window, unless it is 0 or the last poll ran it out.
   Selection Select(const IdleContext& context) noexcept override;
 
-  void Reflect(int state, int64_t residency_ns, IdleExit exit) noexcept override;
+  void Reflect(int state, int64_t residency_ns,
+               IdleExit exit) noexcept override;
 
   int64_t poll_limit_ns() const noexcept override { return window_ns_; }
 

@@ -51,7 +51,8 @@ class Governor {
   virtual Selection Select(const IdleContext& context) noexcept = 0;
 
   // Reports the state just left, how long it lasted and why it ended.
-  virtual void Reflect(int state, int64_t residency_ns, IdleExit exit) noexcept = 0;
+  virtual void Reflect(int state, int64_t residency_ns,
+                       IdleExit exit) noexcept = 0;
 
   // The current poll window, for statistics (kUnlimitedPollNs: no window).
   virtual int64_t poll_limit_ns() const noexcept = 0;

@@ -17,11 +17,11 @@ namespace haltpool::idle {
 // The tunables, named and defaulted as the kernel's haltpoll module
 // parameters (drivers/cpuidle/governors/haltpoll.c).
 struct HaltpollParams {
-  int64_t poll_ns = 200000;     // guest_halt_poll_ns: the window's cap.
-  int64_t grow = 2;             // guest_halt_poll_grow: growth factor.
-  int64_t grow_start = 50000;   // guest_halt_poll_grow_start: first window.
-  int64_t shrink = 2;           // guest_halt_poll_shrink: divisor (0: reset).
-  bool allow_shrink = true;     // guest_halt_poll_allow_shrink.
+  int64_t poll_ns = 200000;    // guest_halt_poll_ns: the window's cap.
+  int64_t grow = 2;            // guest_halt_poll_grow: growth factor.
+  int64_t grow_start = 50000;  // guest_halt_poll_grow_start: first window.
+  int64_t shrink = 2;          // guest_halt_poll_shrink: divisor (0: reset).
+  bool allow_shrink = true;    // guest_halt_poll_allow_shrink.
 };
 
 class HaltpollGovernor final : public Governor {
@@ -35,7 +35,8 @@ class HaltpollGovernor final : public Governor {
   Selection Select(const IdleContext& context) noexcept override;
 
   // Remembers the state; after a block, adjusts the window by its length.
-  void Reflect(int state, int64_t residency_ns, IdleExit exit) noexcept override;
+  void Reflect(int state, int64_t residency_ns,
+               IdleExit exit) noexcept override;
 
   int64_t poll_limit_ns() const noexcept override { return poll_limit_ns_; }
 
@@ -44,9 +45,9 @@ class HaltpollGovernor final : public Governor {
   void AdjustPollLimit(int64_t block_ns) noexcept;
 
   HaltpollParams params_;
-  int64_t poll_limit_ns_ = 0;    // dev->poll_limit_ns
-  int last_state_ = kNoState;    // dev->last_state_idx
-  bool poll_time_limit_ = false; // dev->poll_time_limit: last poll timed out.
+  int64_t poll_limit_ns_ = 0;     // dev->poll_limit_ns
+  int last_state_ = kNoState;     // dev->last_state_idx
+  bool poll_time_limit_ = false;  // dev->poll_time_limit: last poll timed out.
 
   static constexpr int kNoState = -1;
 };

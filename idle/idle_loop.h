@@ -41,9 +41,11 @@ IdleResult RunIdle(const IdleDevice& dev, int64_t deadline_ns, PollFn&& poll,
     IdleExit exit;
     if (sel.state == kPollState) {
       const bool window_first = sel.poll_limit_ns < deadline_ns - start;
-      const int64_t until = window_first ? start + sel.poll_limit_ns : deadline_ns;
-      exit = poll(until) ? IdleExit::kWoken
-                         : (window_first ? IdleExit::kTimeout : IdleExit::kDeadline);
+      const int64_t until =
+          window_first ? start + sel.poll_limit_ns : deadline_ns;
+      exit = poll(until)
+                 ? IdleExit::kWoken
+                 : (window_first ? IdleExit::kTimeout : IdleExit::kDeadline);
     } else {
       exit = block(deadline_ns) ? IdleExit::kWoken : IdleExit::kDeadline;
     }

@@ -17,9 +17,8 @@ absl::Status CheckRange(absl::string_view field, int64_t value, int64_t lo,
 
 absl::Status ValidateIdleOptions(const IdleOptions& o) {
   if (!IsGovernorName(o.governor)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("governor '", o.governor,
-                     "' is unknown; accepted: ", GovernorNames()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "governor '", o.governor, "' is unknown; accepted: ", GovernorNames()));
   }
   const HaltpollParams& h = o.haltpoll;
   for (absl::Status s : {

@@ -25,8 +25,8 @@ inline constexpr int64_t kMinGrow = 1;
 inline constexpr int64_t kMaxFactor = 1024;
 
 struct IdleOptions {
-  std::string governor = "haltpoll";  // One of GovernorNames().
-  HaltpollParams haltpoll;            // Used by `haltpoll`.
+  std::string governor = "haltpoll";            // One of GovernorNames().
+  HaltpollParams haltpoll;                      // Used by `haltpoll`.
   int64_t fixed_poll_ns = kDefaultFixedPollNs;  // Used by `fixed`.
   std::optional<arch::WaitMechanism> wait;      // Unset: the CPU's best.
 };

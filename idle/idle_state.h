@@ -16,8 +16,8 @@ inline constexpr int kBlockState = 1;
 inline constexpr int kStateCount = 2;
 
 struct IdleState {
-  const char* name;             // "POLL", "BLOCK" (cpupower's "Available idle states").
-  const char* desc;             // One line for cpupower's Flags/Description.
+  const char* name;  // "POLL", "BLOCK" (cpupower's "Available idle states").
+  const char* desc;  // One line for cpupower's Flags/Description.
   int64_t exit_latency_ns;      // Time from a wake to the waiter running again.
   int64_t target_residency_ns;  // Shortest idle for which entering pays off.
   bool polling;                 // Wakers can end it with a store, no syscall.

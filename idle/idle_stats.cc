@@ -16,7 +16,8 @@ void IdleCounters::Account(int state, int64_t residency_ns, IdleExit exit,
   const IdleState& entered = states[state];
   if (state > 0 && residency_ns < entered.target_residency_ns) {
     Bump(s.above);  // A shallower state existed and would have done.
-  } else if (residency_ns > entered.exit_latency_ns && state + 1 < kStateCount &&
+  } else if (residency_ns > entered.exit_latency_ns &&
+             state + 1 < kStateCount &&
              residency_ns - entered.exit_latency_ns >=
                  states[state + 1].target_residency_ns) {
     Bump(s.below);  // The next deeper state would have paid off.
@@ -26,7 +27,8 @@ void IdleCounters::Account(int state, int64_t residency_ns, IdleExit exit,
 void IdleCounters::Snapshot(IdleStats& out) const noexcept {
   for (int i = 0; i < kStateCount; ++i) {
     out.per_state[i].usage = states_[i].usage.load(std::memory_order_relaxed);
-    out.per_state[i].time_ns = states_[i].time_ns.load(std::memory_order_relaxed);
+    out.per_state[i].time_ns =
+        states_[i].time_ns.load(std::memory_order_relaxed);
     out.per_state[i].above = states_[i].above.load(std::memory_order_relaxed);
     out.per_state[i].below = states_[i].below.load(std::memory_order_relaxed);
   }
@@ -35,12 +37,11 @@ void IdleCounters::Snapshot(IdleStats& out) const noexcept {
 }
 
 std::string FormatCpupower(const IdleStats& st) {
-  std::string out = absl::StrCat("haltpool idle driver: ", st.driver,
-                                 " (wait: ", st.wait, ")\n",
-                                 "haltpool idle governor: ", st.governor, "\n",
-                                 "analyzing ", st.label, ":\n\n",
-                                 "Number of idle states: ", kStateCount, "\n",
-                                 "Available idle states:");
+  std::string out = absl::StrCat(
+      "haltpool idle driver: ", st.driver, " (wait: ", st.wait, ")\n",
+      "haltpool idle governor: ", st.governor, "\n", "analyzing ", st.label,
+      ":\n\n", "Number of idle states: ", kStateCount, "\n",
+      "Available idle states:");
   for (const IdleState& s : st.states) absl::StrAppend(&out, " ", s.name);
   absl::StrAppend(&out, "\n");
   for (int i = 0; i < kStateCount; ++i) {
@@ -53,14 +54,14 @@ std::string FormatCpupower(const IdleStats& st) {
                     "\n", "Above: ", c.above, "\n", "Below: ", c.below, "\n");
   }
   const WakeStats& w = st.wakes;
-  const double pct =
-      w.total() ? 100.0 * static_cast<double>(w.without_syscall()) /
-                      static_cast<double>(w.total())
-                : 0.0;
+  const double pct = w.total()
+                         ? 100.0 * static_cast<double>(w.without_syscall()) /
+                               static_cast<double>(w.total())
+                         : 0.0;
   absl::StrAppend(&out, "Poll timeouts: ", st.poll_timeouts, "\n",
                   "Poll window: ", st.window_ns, " ns\n");
-  absl::StrAppend(&out, absl::StrFormat(
-                            "Wakes: %u while polling, %u while running, %u by "
+  absl::StrAppend(
+      &out, absl::StrFormat("Wakes: %u while polling, %u while running, %u by "
                             "FUTEX_WAKE (%.2f%% without a syscall)\n",
                             w.polling, w.not_idle, w.syscall, pct));
   return out;
@@ -77,18 +78,19 @@ std::string FormatJson(const IdleStats& st) {
     const StateStats& c = st.per_state[i];
     absl::StrAppend(
         &out, i ? "," : "",
-        absl::StrFormat("{\"name\":\"%s\",\"exit_latency_ns\":%d,"
-                        "\"target_residency_ns\":%d,\"polling\":%s,"
-                        "\"usage\":%u,\"time_ns\":%u,\"above\":%u,\"below\":%u}",
-                        s.name, s.exit_latency_ns, s.target_residency_ns,
-                        s.polling ? "true" : "false", c.usage, c.time_ns,
-                        c.above, c.below));
+        absl::StrFormat(
+            "{\"name\":\"%s\",\"exit_latency_ns\":%d,"
+            "\"target_residency_ns\":%d,\"polling\":%s,"
+            "\"usage\":%u,\"time_ns\":%u,\"above\":%u,\"below\":%u}",
+            s.name, s.exit_latency_ns, s.target_residency_ns,
+            s.polling ? "true" : "false", c.usage, c.time_ns, c.above,
+            c.below));
   }
-  absl::StrAppend(&out,
-                  absl::StrFormat("],\"wakes\":{\"polling\":%u,\"not_idle\":%u,"
-                                  "\"syscall\":%u}}",
-                                  st.wakes.polling, st.wakes.not_idle,
-                                  st.wakes.syscall));
+  absl::StrAppend(
+      &out,
+      absl::StrFormat("],\"wakes\":{\"polling\":%u,\"not_idle\":%u,"
+                      "\"syscall\":%u}}",
+                      st.wakes.polling, st.wakes.not_idle, st.wakes.syscall));
   return out;
 }
 

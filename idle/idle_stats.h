@@ -35,10 +35,10 @@ struct WakeStats {
 
 // A snapshot for printing.
 struct IdleStats {
-  std::string label;      // Which waiter ("reader", "worker 3").
-  std::string driver;     // What it waits on ("parker", "pipe").
-  std::string governor;   // Governor name.
-  std::string wait;       // Wait mechanism name.
+  std::string label;     // Which waiter ("reader", "worker 3").
+  std::string driver;    // What it waits on ("parker", "pipe").
+  std::string governor;  // Governor name.
+  std::string wait;      // Wait mechanism name.
   StateTable states = DefaultStateTable();
   std::array<StateStats, kStateCount> per_state{};
   uint64_t poll_timeouts = 0;  // Polls that ran out their window.

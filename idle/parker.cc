@@ -82,15 +82,15 @@ bool Parker::Block(int64_t until_ns) noexcept {
                                         std::memory_order_relaxed));
   for (;;) {
     // The kernel sleeps only while the word still says kSleeping.
-    const arch::FutexWaitResult r =
-        arch::FutexWaitUntil(state, WakeWord::kSleeping, until_ns, word_->scope_);
+    const arch::FutexWaitResult r = arch::FutexWaitUntil(
+        state, WakeWord::kSleeping, until_ns, word_->scope_);
     if (state.load(std::memory_order_relaxed) != WakeWord::kSleeping) {
       Consume();
       return true;
     }
-    const bool expired = r == arch::FutexWaitResult::kTimedOut ||
-                         (until_ns != arch::kNoDeadline &&
-                          arch::MonotonicNowNs() >= until_ns);
+    const bool expired =
+        r == arch::FutexWaitResult::kTimedOut ||
+        (until_ns != arch::kNoDeadline && arch::MonotonicNowNs() >= until_ns);
     if (!expired) continue;  // A spurious wake-up, or a late FUTEX_WAKE.
     uint32_t sleeping = WakeWord::kSleeping;
     if (state.compare_exchange_strong(sleeping, WakeWord::kEmpty,
@@ -108,10 +108,11 @@ IdleResult Parker::Park(int64_t deadline_ns) noexcept {
     Consume();
     return IdleResult::kWoken;
   }
-  const IdleDevice dev{governor_.get(), &states_, counters_.get(), &RealClock()};
-  const IdleResult result =
-      RunIdle(dev, deadline_ns, [this](int64_t until) { return Poll(until); },
-              [this](int64_t until) { return Block(until); });
+  const IdleDevice dev{governor_.get(), &states_, counters_.get(),
+                       &RealClock()};
+  const IdleResult result = RunIdle(
+      dev, deadline_ns, [this](int64_t until) { return Poll(until); },
+      [this](int64_t until) { return Block(until); });
   if (result == IdleResult::kWoken) return result;
   // Timed out, possibly while polling: put the word back to kEmpty so later
   // wakers do not count a poll that is over. A wake that raced is taken.

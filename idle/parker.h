@@ -41,7 +41,8 @@ class alignas(64) WakeWord {
  public:
   enum : uint32_t { kEmpty = 0, kNotified = 1, kPolling = 2, kSleeping = 3 };
 
-  explicit WakeWord(arch::FutexScope scope = arch::FutexScope::kPrivate) noexcept
+  explicit WakeWord(
+      arch::FutexScope scope = arch::FutexScope::kPrivate) noexcept
       : scope_(scope) {}
   WakeWord(const WakeWord&) = delete;
   WakeWord& operator=(const WakeWord&) = delete;

@@ -48,9 +48,9 @@ const std::vector<Variable>& Variables() {
        "(never blocks), block (never polls), fixed (HALTPOOL_FIXED_POLL_NS)",
        [](absl::string_view v, IdleConfig& c) {
          if (!idle::IsGovernorName(v)) {
-           return absl::InvalidArgumentError(absl::StrCat(
-               v.empty() ? "empty" : "unknown governor",
-               "; accepted: ", idle::GovernorNames()));
+           return absl::InvalidArgumentError(
+               absl::StrCat(v.empty() ? "empty" : "unknown governor",
+                            "; accepted: ", idle::GovernorNames()));
          }
          c.options.governor = std::string(v);
          return absl::OkStatus();
@@ -70,7 +70,9 @@ const std::vector<Variable>& Variables() {
          return SetInteger(v, idle::kMinGrow, idle::kMaxFactor,
                            c.options.haltpoll.grow);
        },
-       [](const IdleConfig& c) { return absl::StrCat(c.options.haltpoll.grow); }},
+       [](const IdleConfig& c) {
+         return absl::StrCat(c.options.haltpoll.grow);
+       }},
       {"HALTPOOL_POLL_GROW_START",
        "haltpoll: the first non-zero window, as guest_halt_poll_grow_start",
        [](absl::string_view v, IdleConfig& c) {
@@ -126,8 +128,9 @@ const std::vector<Variable>& Variables() {
          return absl::OkStatus();
        },
        [](const IdleConfig& c) {
-         return c.options.wait ? std::string(arch::WaitMechanismName(*c.options.wait))
-                               : std::string("auto");
+         return c.options.wait
+                    ? std::string(arch::WaitMechanismName(*c.options.wait))
+                    : std::string("auto");
        }},
       {"HALTPOOL_DISPLAY_ENV",
        "1 prints the resolved configuration and each value's source to "
@@ -138,7 +141,9 @@ const std::vector<Variable>& Variables() {
          c.display_env = *b;
          return absl::OkStatus();
        },
-       [](const IdleConfig& c) { return std::string(c.display_env ? "1" : "0"); }},
+       [](const IdleConfig& c) {
+         return std::string(c.display_env ? "1" : "0");
+       }},
   };
   return *kVariables;
 }
@@ -219,9 +224,11 @@ std::string DisplayEnv(const IdleConfig& config) {
 }
 
 IdleConfig IdleConfigFromEnvironmentOrExit(const IdleOptions& code) {
-  absl::StatusOr<IdleConfig> config = ResolveIdleConfig(code, ProcessEnvironment());
+  absl::StatusOr<IdleConfig> config =
+      ResolveIdleConfig(code, ProcessEnvironment());
   if (!config.ok()) {
-    fprintf(stderr, "haltpool: %s\n", std::string(config.status().message()).c_str());
+    fprintf(stderr, "haltpool: %s\n",
+            std::string(config.status().message()).c_str());
     exit(2);
   }
   if (config->display_env) fputs(DisplayEnv(*config).c_str(), stderr);

@@ -31,9 +31,9 @@ struct ResolvedVariable {
 };
 
 struct IdleConfig {
-  idle::IdleOptions options;               // What the idle layer gets.
-  bool display_env = false;                // HALTPOOL_DISPLAY_ENV.
-  std::vector<ResolvedVariable> variables; // Every variable, in table order.
+  idle::IdleOptions options;                // What the idle layer gets.
+  bool display_env = false;                 // HALTPOOL_DISPLAY_ENV.
+  std::vector<ResolvedVariable> variables;  // Every variable, in table order.
 };
 
 // A documented variable: for README tables and help.

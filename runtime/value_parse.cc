@@ -9,8 +9,8 @@
 namespace haltpool {
 namespace {
 
-constexpr std::array<std::pair<absl::string_view, int64_t>, 4> kUnits = {{
-    {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}}};
+constexpr std::array<std::pair<absl::string_view, int64_t>, 4> kUnits = {
+    {{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}}};
 
 // Digits only, into an int64; errors name the problem.
 absl::StatusOr<int64_t> ParseDigits(absl::string_view digits) {
@@ -30,7 +30,8 @@ absl::StatusOr<int64_t> ParseDigits(absl::string_view digits) {
 }
 
 absl::Status Wrap(absl::string_view problem, absl::string_view accepted) {
-  return absl::InvalidArgumentError(absl::StrCat(problem, "; accepted: ", accepted));
+  return absl::InvalidArgumentError(
+      absl::StrCat(problem, "; accepted: ", accepted));
 }
 
 }  // namespace
@@ -65,8 +66,9 @@ absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text, int64_t min_ns,
   absl::StatusOr<int64_t> count = ParseDigits(text.substr(0, digits_end));
   if (!count.ok()) {
     if (text[0] == '-') return Wrap("negative", accepted);
-    return Wrap(count.status().message() == "no number" ? "not a duration"
-                                                        : count.status().message(),
+    return Wrap(count.status().message() == "no number"
+                    ? "not a duration"
+                    : count.status().message(),
                 accepted);
   }
   if (scale == 0) {

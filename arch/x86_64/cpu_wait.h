@@ -1,5 +1,5 @@
-// x86-64 waiting: PAUSE, WAITPKG (UMONITOR/UMWAIT, TPAUSE), AMD MONITORX/MWAITX.
-// Included only through arch/platform.h.
+// x86-64 waiting: PAUSE, WAITPKG (UMONITOR/UMWAIT, TPAUSE), AMD
+// MONITORX/MWAITX. Included only through arch/platform.h.
 
 #ifndef HALTPOOL_ARCH_X86_64_CPU_WAIT_H_
 #define HALTPOOL_ARCH_X86_64_CPU_WAIT_H_

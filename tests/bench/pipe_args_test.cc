@@ -22,8 +22,8 @@ TEST(PipeArgs, DefaultsArePerfs) {
 }
 
 TEST(PipeArgs, ShortLongAndEqualsForms) {
-  absl::StatusOr<PipeArgs> a =
-      Parse({"-l", "5", "-T", "--transport=parker", "--gap-us", "7", "--stats=json"});
+  absl::StatusOr<PipeArgs> a = Parse(
+      {"-l", "5", "-T", "--transport=parker", "--gap-us", "7", "--stats=json"});
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(a->loops, 5);
   EXPECT_TRUE(a->threaded);

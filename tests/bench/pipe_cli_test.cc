@@ -20,8 +20,8 @@ struct RunResult {
 };
 
 RunResult Exec(const std::string& env, const std::string& args) {
-  const std::string cmd =
-      absl::StrCat("env -u HALTPOOL_GOVERNOR ", env, " ", g_pipe, " ", args, " 2>&1");
+  const std::string cmd = absl::StrCat("env -u HALTPOOL_GOVERNOR ", env, " ",
+                                       g_pipe, " ", args, " 2>&1");
   FILE* f = popen(cmd.c_str(), "r");
   RunResult r{-1, ""};
   if (f == nullptr) return r;
@@ -44,11 +44,13 @@ TEST(PipeCli, PrintsPerfsLinesForEveryTransportModeAndGovernor) {
         const RunResult r =
             Exec(absl::StrCat("HALTPOOL_GOVERNOR=", governor),
                  absl::StrCat("-l 2000 ", mode, " --transport=", transport));
-        SCOPED_TRACE(absl::StrCat(governor, " ", transport, " ", mode, "\n", r.output));
+        SCOPED_TRACE(
+            absl::StrCat(governor, " ", transport, " ", mode, "\n", r.output));
         EXPECT_EQ(r.status, 0);
         EXPECT_TRUE(Has(r, "# Running 'sched/pipe' benchmark:"));
-        EXPECT_TRUE(Has(r, absl::StrCat("# Executed 2000 pipe operations between two ",
-                                        *mode ? "threads" : "processes")));
+        EXPECT_TRUE(
+            Has(r, absl::StrCat("# Executed 2000 pipe operations between two ",
+                                *mode ? "threads" : "processes")));
         EXPECT_TRUE(Has(r, "Total time: "));
         EXPECT_TRUE(Has(r, " usecs/op"));
         EXPECT_TRUE(Has(r, " ops/sec"));
@@ -60,7 +62,8 @@ TEST(PipeCli, PrintsPerfsLinesForEveryTransportModeAndGovernor) {
 }
 
 TEST(PipeCli, StatsCountEveryWakeOfTheParkerTransport) {
-  const RunResult r = Exec("HALTPOOL_GOVERNOR=haltpoll", "-l 3000 -T --transport=parker --stats");
+  const RunResult r = Exec("HALTPOOL_GOVERNOR=haltpoll",
+                           "-l 3000 -T --transport=parker --stats");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(Has(r, "Number of idle states: 2")) << r.output;
   EXPECT_TRUE(Has(r, "Available idle states: POLL BLOCK")) << r.output;
@@ -94,7 +97,8 @@ TEST(PipeCli, GapReportsLatencyAndCpu) {
 }
 
 TEST(PipeCli, BadOptionsGetPerfStyleUsage) {
-  for (const char* args : {"--bogus", "-l", "-l x", "--transport=udp", "--gap-us=-3"}) {
+  for (const char* args :
+       {"--bogus", "-l", "-l x", "--transport=udp", "--gap-us=-3"}) {
     const RunResult r = Exec("", args);
     SCOPED_TRACE(absl::StrCat(args, "\n", r.output));
     EXPECT_EQ(r.status, 129);
@@ -110,11 +114,15 @@ TEST(PipeCli, BadVariablesStopBeforeAnyWork) {
     const char* message;
   };
   for (const Case& c : {
-           Case{"HALTPOOL_GOVERNOR=fast", "HALTPOOL_GOVERNOR='fast': unknown governor"},
-           Case{"HALTPOOL_POLL_NS=5x", "HALTPOOL_POLL_NS='5x': unknown unit 'x'"},
+           Case{"HALTPOOL_GOVERNOR=fast",
+                "HALTPOOL_GOVERNOR='fast': unknown governor"},
+           Case{"HALTPOOL_POLL_NS=5x",
+                "HALTPOOL_POLL_NS='5x': unknown unit 'x'"},
            Case{"HALTPOOL_POLL_NS=", "HALTPOOL_POLL_NS='': empty"},
-           Case{"HALTPOOL_WAIT=mwait", "HALTPOOL_WAIT='mwait': unknown wait mechanism"},
-           Case{"HALTPOOL_GOVENOR=poll", "HALTPOOL_GOVENOR is not a haltpool variable"},
+           Case{"HALTPOOL_WAIT=mwait",
+                "HALTPOOL_WAIT='mwait': unknown wait mechanism"},
+           Case{"HALTPOOL_GOVENOR=poll",
+                "HALTPOOL_GOVENOR is not a haltpool variable"},
        }) {
     const RunResult r = Exec(c.env, "-l 10");
     SCOPED_TRACE(r.output);
@@ -125,7 +133,8 @@ TEST(PipeCli, BadVariablesStopBeforeAnyWork) {
 }
 
 TEST(PipeCli, DisplayEnvShowsSources) {
-  const RunResult r = Exec("HALTPOOL_DISPLAY_ENV=1 HALTPOOL_POLL_NS=100us", "-l 10 -T");
+  const RunResult r =
+      Exec("HALTPOOL_DISPLAY_ENV=1 HALTPOOL_POLL_NS=100us", "-l 10 -T");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(Has(r, "HALTPOOL DISPLAY ENVIRONMENT BEGIN")) << r.output;
   EXPECT_TRUE(Has(r, "HALTPOOL_POLL_NS = '100us'  [environment]")) << r.output;

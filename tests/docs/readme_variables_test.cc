@@ -38,7 +38,8 @@ TEST(ReadmeVariables, EveryVariableHasARowWithItsDefault) {
 TEST(ReadmeVariables, ReadmeNamesNoUnknownVariable) {
   const std::string readme = ReadReadme();
   std::set<std::string> known;
-  for (const VariableDoc& v : DocumentedVariables()) known.insert(std::string(v.name));
+  for (const VariableDoc& v : DocumentedVariables())
+    known.insert(std::string(v.name));
   const std::regex name("HALTPOOL_[A-Z_]+[A-Z]");
   for (auto it = std::sregex_iterator(readme.begin(), readme.end(), name);
        it != std::sregex_iterator(); ++it) {
