@@ -39,10 +39,12 @@ double CyclesPerNs() noexcept {
 uint64_t DeadlineToCycles(int64_t deadline_ns) noexcept {
   if (deadline_ns == kNoDeadline) return UINT64_MAX;
   const double rate = CyclesPerNs();
-  const uint64_t now_cycles = ReadCycles();
+  // Clock first, counter second: a preemption in between makes the deadline
+  // late, never early. Rounded up for the same reason.
   const int64_t left_ns = deadline_ns - MonotonicNowNs();
+  const uint64_t now_cycles = ReadCycles();
   if (left_ns <= 0) return now_cycles;
-  const double left_cycles = static_cast<double>(left_ns) * rate;
+  const double left_cycles = static_cast<double>(left_ns) * rate + 1.0;
   if (left_cycles >= static_cast<double>(UINT64_MAX - now_cycles)) {
     return UINT64_MAX;
   }

@@ -5,6 +5,7 @@
 namespace haltpool::idle {
 
 Selection FixedGovernor::Select(const IdleContext&) noexcept {
+  if (window_ns_ == kUnlimitedPollNs) return {kPollState, window_ns_};
   if (window_ns_ == 0 || poll_timed_out_) return {kBlockState, 0};
   return {kPollState, window_ns_};
 }

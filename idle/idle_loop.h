@@ -38,18 +38,20 @@ IdleResult RunIdle(const IdleDevice& dev, int64_t deadline_ns, PollFn&& poll,
     const int64_t start = dev.clock->NowNs();
     if (start >= deadline_ns) return IdleResult::kTimedOut;
     const Selection sel = dev.governor->Select({start, deadline_ns});
-    IdleExit exit;
+    bool woken;
     if (sel.state == kPollState) {
       const bool window_first = sel.poll_limit_ns < deadline_ns - start;
-      const int64_t until =
-          window_first ? start + sel.poll_limit_ns : deadline_ns;
-      exit = poll(until)
-                 ? IdleExit::kWoken
-                 : (window_first ? IdleExit::kTimeout : IdleExit::kDeadline);
+      woken = poll(window_first ? start + sel.poll_limit_ns : deadline_ns);
     } else {
-      exit = block(deadline_ns) ? IdleExit::kWoken : IdleExit::kDeadline;
+      woken = block(deadline_ns);
     }
-    const int64_t residency = dev.clock->NowNs() - start;
+    const int64_t end = dev.clock->NowNs();
+    const int64_t residency = end - start;
+    // Judged by the clock, not by which limit the state was given: a poll
+    // that ends a hair early is a timeout, and the loop goes on.
+    const IdleExit exit = woken                ? IdleExit::kWoken
+                          : end >= deadline_ns ? IdleExit::kDeadline
+                                               : IdleExit::kTimeout;
     dev.counters->Account(sel.state, residency, exit, *dev.states);
     dev.governor->Reflect(sel.state, residency, exit);
     dev.counters->SetWindow(dev.governor->poll_limit_ns());

@@ -8,11 +8,11 @@
 namespace haltpool::idle {
 
 void WakeWord::Unpark() noexcept {
-  const uint32_t prev = state_.exchange(kNotified, std::memory_order_release);
-  if (prev == kSleeping) {
+  const uint32_t prev = state_.fetch_or(kNotified, std::memory_order_release);
+  if (prev & kSleeping) {
     arch::FutexWake(state_, 1, scope_);
     wakes_syscall_.fetch_add(1, std::memory_order_relaxed);
-  } else if (prev == kPolling) {
+  } else if (prev & kPolling) {
     wakes_polling_.fetch_add(1, std::memory_order_relaxed);
   } else {
     wakes_not_idle_.fetch_add(1, std::memory_order_relaxed);
@@ -34,6 +34,7 @@ absl::StatusOr<Parker> Parker::Create(WakeWord& word,
   const arch::WaitMechanism wait =
       options.wait.value_or(arch::BestWaitMechanism());
   if (absl::Status s = arch::CheckWaitMechanism(wait); !s.ok()) return s;
+  arch::CyclesPerNs();  // Calibrate now, not inside the first poll.
   return Parker(word, *std::move(governor), wait);
 }
 
@@ -56,13 +57,13 @@ bool Parker::Poll(int64_t until_ns) noexcept {
                                     std::memory_order_relaxed)) {
     cur = WakeWord::kPolling;
   }
-  if (cur == WakeWord::kNotified) {
+  if (cur & WakeWord::kNotified) {
     Consume();
     return true;
   }
   if (arch::WaitWhileEqual(state, WakeWord::kPolling, until_ns, wait_) ==
       WakeWord::kPolling) {
-    return false;  // Still kPolling: a waker that comes now only stores.
+    return false;  // Still kPolling: a waker that comes now only sets the bit.
   }
   Consume();
   return true;
@@ -70,11 +71,11 @@ bool Parker::Poll(int64_t until_ns) noexcept {
 
 bool Parker::Block(int64_t until_ns) noexcept {
   std::atomic<uint32_t>& state = word_->state_;
-  // kEmpty or kPolling -> kSleeping. Failing means a waker stored kNotified:
+  // kEmpty or kPolling -> kSleeping. Failing means a waker set kNotified:
   // this re-check is what keeps a wake from being lost on the way to sleep.
   uint32_t cur = state.load(std::memory_order_relaxed);
   do {
-    if (cur == WakeWord::kNotified) {
+    if (cur & WakeWord::kNotified) {
       Consume();
       return true;
     }
@@ -104,7 +105,7 @@ bool Parker::Block(int64_t until_ns) noexcept {
 
 IdleResult Parker::Park(int64_t deadline_ns) noexcept {
   std::atomic<uint32_t>& state = word_->state_;
-  if (state.load(std::memory_order_relaxed) == WakeWord::kNotified) {
+  if (state.load(std::memory_order_relaxed) & WakeWord::kNotified) {
     Consume();
     return IdleResult::kWoken;
   }
@@ -122,7 +123,7 @@ IdleResult Parker::Park(int64_t deadline_ns) noexcept {
                                     std::memory_order_relaxed)) {
     return IdleResult::kTimedOut;
   }
-  if (cur == WakeWord::kNotified) {
+  if (cur & WakeWord::kNotified) {
     Consume();
     return IdleResult::kWoken;
   }

@@ -4,15 +4,19 @@
 // polling only stores to the word: no system call. This is the kernel's
 // TIF_POLLING_NRFLAG handshake in user space, and the only place it lives.
 //
-// The word holds one of four values:
-//   kEmpty     no wake pending, the waiter is not idle
-//   kNotified  a wake is pending (a token: wakes coalesce)
+// The word is the waiter's state plus a wake bit:
+//   kEmpty     the waiter is not idle
 //   kPolling   the waiter polls the word
 //   kSleeping  the waiter is in, or about to enter, FUTEX_WAIT
-// Only wakers write kNotified (by exchange); only the waiter writes the other
-// three, always by compare-exchange from a value it owns, so a wake can never
-// be overwritten. The waiter consumes a wake by exchange, which reads the
-// newest value and so synchronizes with every waker before it.
+//   kNotified  (a bit on top of any of them) a wake is pending; wakes
+//              coalesce into it
+// Wakers only set kNotified (fetch_or); every waker that finds kSleeping set
+// calls FUTEX_WAKE, so a waker stalled between its store and its system call
+// cannot hold back the ones after it. The waiter changes its state only by
+// compare-exchange from the exact value it wrote, so a wake that arrived
+// meanwhile makes the exchange fail and is taken instead of slept through;
+// it takes a wake by exchange, which reads the newest value and so
+// synchronizes with every waker before it.
 
 #ifndef HALTPOOL_IDLE_PARKER_H_
 #define HALTPOOL_IDLE_PARKER_H_
@@ -39,7 +43,7 @@ namespace haltpool::idle {
 // FutexScope::kShared there). Not copyable: its address is the futex.
 class alignas(64) WakeWord {
  public:
-  enum : uint32_t { kEmpty = 0, kNotified = 1, kPolling = 2, kSleeping = 3 };
+  enum : uint32_t { kEmpty = 0, kNotified = 1, kPolling = 2, kSleeping = 4 };
 
   explicit WakeWord(
       arch::FutexScope scope = arch::FutexScope::kPrivate) noexcept
@@ -50,8 +54,10 @@ class alignas(64) WakeWord {
   // Makes the waiter's current or next Park() return kWoken. Release
   // ordering: what the caller wrote before is visible to the waiter after
   // Park returns. Any thread, any number at once; wakes before the waiter
-  // consumes one coalesce. Costs one atomic exchange, plus FUTEX_WAKE only if
-  // the waiter sleeps.
+  // takes one coalesce. Costs one atomic read-modify-write, plus FUTEX_WAKE
+  // only if the waiter sleeps. The WakeWord must outlive every Unpark that
+  // may still be running (as for std::binary_semaphore::release): the waiter
+  // can return from Park before Unpark returns.
   void Unpark() noexcept;
 
   // The wakes counted so far; any thread.
