@@ -30,14 +30,17 @@ struct IdleDevice {
 // Idles until a state reports a wake (kWoken) or `deadline_ns` passes
 // (kTimedOut). `poll(until_ns)` and `block(until_ns)` enter the states; each
 // returns true if a wake ended it and false if `until_ns` passed first.
-// Called only by the waiting thread; allocates nothing.
+// With `allow_poll` false the block state is entered whatever the governor
+// selects (as a cpuidle latency constraint would), and the governor reflects
+// on it. Called only by the waiting thread; allocates nothing.
 template <typename PollFn, typename BlockFn>
 IdleResult RunIdle(const IdleDevice& dev, int64_t deadline_ns, PollFn&& poll,
-                   BlockFn&& block) noexcept {
+                   BlockFn&& block, bool allow_poll = true) noexcept {
   for (;;) {
     const int64_t start = dev.clock->NowNs();
     if (start >= deadline_ns) return IdleResult::kTimedOut;
-    const Selection sel = dev.governor->Select({start, deadline_ns});
+    Selection sel = dev.governor->Select({start, deadline_ns});
+    if (!allow_poll) sel = {kBlockState, 0};
     bool woken;
     if (sel.state == kPollState) {
       const bool window_first = sel.poll_limit_ns < deadline_ns - start;

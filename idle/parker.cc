@@ -103,7 +103,7 @@ bool Parker::Block(int64_t until_ns) noexcept {
   }
 }
 
-IdleResult Parker::Park(int64_t deadline_ns) noexcept {
+IdleResult Parker::Park(int64_t deadline_ns, bool allow_poll) noexcept {
   std::atomic<uint32_t>& state = word_->state_;
   if (state.load(std::memory_order_relaxed) & WakeWord::kNotified) {
     Consume();

@@ -60,6 +60,12 @@ class alignas(64) WakeWord {
   // can return from Park before Unpark returns.
   void Unpark() noexcept;
 
+  // True while the waiter polls: a wake now costs no system call. Any
+  // thread; a hint that may be stale by the time the caller acts on it.
+  bool polling() const noexcept {
+    return state_.load(std::memory_order_relaxed) == kPolling;
+  }
+
   // The wakes counted so far; any thread.
   WakeStats wake_stats() const noexcept;
 
@@ -91,8 +97,11 @@ class Parker {
   // Idles until woken (kWoken, with acquire ordering against the Unpark) or
   // until CLOCK_MONOTONIC passes `deadline_ns` (kTimedOut). A wake that came
   // before the call returns at once. Spurious futex wake-ups are absorbed.
-  // Only the owning thread; noexcept, allocation-free.
-  IdleResult Park(int64_t deadline_ns = arch::kNoDeadline) noexcept;
+  // With `allow_poll` false the poll state is skipped (the caller limits
+  // how many waiters poll at once); the governor still learns from the
+  // block. Only the owning thread; noexcept, allocation-free.
+  IdleResult Park(int64_t deadline_ns = arch::kNoDeadline,
+                  bool allow_poll = true) noexcept;
 
   // The statistics so far. Any thread, though counters of a Park in
   // progress may be one period behind.
