@@ -1,0 +1,32 @@
+// What a ThreadPool is created with: a plain value. Every field can also
+// come from a HALTPOOL_* variable, which has the last word.
+
+#ifndef HALTPOOL_RUNTIME_POOL_OPTIONS_H_
+#define HALTPOOL_RUNTIME_POOL_OPTIONS_H_
+
+#include <exception>
+#include <functional>
+
+#include "idle/idle_options.h"
+
+namespace haltpool {
+
+struct PoolOptions {
+  // Workers; 0: one per CPU the process may use (affinity mask, capped by a
+  // cgroup cpu.max quota). HALTPOOL_WORKERS.
+  int workers = 0;
+  // How many idle workers may poll at once; 0: half the workers, at least
+  // one (as Go and Tokio bound their spinning threads). HALTPOOL_MAX_POLLERS.
+  int max_pollers = 0;
+  // How each worker idles. HALTPOOL_GOVERNOR and the other idle variables.
+  idle::IdleOptions idle;
+  // Print every worker's statistics to stderr at shutdown. HALTPOOL_STATS.
+  bool print_stats = false;
+  // Called on the worker with any exception that escapes a task; the worker
+  // goes on. Unset: a line on stderr.
+  std::function<void(std::exception_ptr)> on_exception;
+};
+
+}  // namespace haltpool
+
+#endif  // HALTPOOL_RUNTIME_POOL_OPTIONS_H_

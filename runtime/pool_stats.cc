@@ -1,0 +1,41 @@
+#include "runtime/pool_stats.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace haltpool {
+
+std::string FormatPoolStatsText(const PoolStats& stats) {
+  std::string out;
+  for (const WorkerStats& w : stats.workers) {
+    absl::StrAppend(&out, idle::FormatCpupower(w.idle),
+                    absl::StrFormat("Tasks: %u run, %u stolen, %u threw\n"
+                                    "Placement: cpu %d, NUMA node %d\n\n",
+                                    w.tasks_run, w.tasks_stolen, w.exceptions,
+                                    w.cpu, w.numa_node));
+  }
+  absl::StrAppend(
+      &out, "Timers cancelled at shutdown: ", stats.timers_cancelled, "\n");
+  return out;
+}
+
+std::string FormatPoolStatsJson(const PoolStats& stats) {
+  std::string out =
+      absl::StrCat("{\"timers_cancelled\":", stats.timers_cancelled,
+                   ",\"max_pollers\":", stats.max_pollers, ",\"workers\":[");
+  for (size_t i = 0; i < stats.workers.size(); ++i) {
+    const WorkerStats& w = stats.workers[i];
+    absl::StrAppend(
+        &out, i ? "," : "",
+        absl::StrFormat(
+            "{\"index\":%d,\"cpu\":%d,\"numa_node\":%d,"
+            "\"tasks_run\":%u,\"tasks_stolen\":%u,\"exceptions\":%u,"
+            "\"idle\":%s}",
+            w.index, w.cpu, w.numa_node, w.tasks_run, w.tasks_stolen,
+            w.exceptions, idle::FormatJson(w.idle)));
+  }
+  absl::StrAppend(&out, "]}");
+  return out;
+}
+
+}  // namespace haltpool

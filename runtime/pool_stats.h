@@ -1,0 +1,40 @@
+// Statistics of a ThreadPool: per worker, the idle statistics of each state
+// and its task counters; per pool, the timers cancelled at shutdown.
+
+#ifndef HALTPOOL_RUNTIME_POOL_STATS_H_
+#define HALTPOOL_RUNTIME_POOL_STATS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "idle/idle_stats.h"
+
+namespace haltpool {
+
+struct WorkerStats {
+  int index = 0;
+  int cpu = -1;        // The CPU it is pinned to, -1 if not pinned.
+  int numa_node = -1;  // Its NUMA node, -1 if unknown.
+  idle::IdleStats idle;
+  uint64_t tasks_run = 0;
+  uint64_t tasks_stolen = 0;  // Of tasks_run, taken from another worker.
+  uint64_t exceptions = 0;    // Tasks that threw.
+};
+
+struct PoolStats {
+  std::vector<WorkerStats> workers;
+  uint64_t timers_cancelled = 0;  // Not yet due at shutdown.
+  uint64_t max_pollers = 0;
+};
+
+// Every worker in the layout of `cpupower idle-info`, each followed by its
+// task counters.
+std::string FormatPoolStatsText(const PoolStats& stats);
+
+// One JSON object: {"timers_cancelled":..,"workers":[{..,"idle":{..}}]}.
+std::string FormatPoolStatsJson(const PoolStats& stats);
+
+}  // namespace haltpool
+
+#endif  // HALTPOOL_RUNTIME_POOL_STATS_H_

@@ -1,0 +1,313 @@
+#include "runtime/thread_pool.h"
+
+#include <stdio.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "arch/cycle_clock.h"
+#include "idle/parker.h"
+
+namespace haltpool {
+namespace {
+
+thread_local const ThreadPool* tls_pool = nullptr;
+thread_local int tls_worker = -1;
+
+void Bump(std::atomic<uint64_t>& c) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+void DefaultExceptionHandler(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    fprintf(stderr, "haltpool: a task threw: %s\n", ex.what());
+  } catch (...) {
+    fprintf(stderr, "haltpool: a task threw a non-std::exception\n");
+  }
+}
+
+}  // namespace
+
+struct ThreadPool::Worker {
+  explicit Worker(int i) : index(i) {}
+  const int index;
+  idle::WakeWord word;
+  std::optional<idle::Parker> parker;
+  TaskQueue local;
+  std::atomic<bool> idle{false};
+  std::atomic<uint64_t> tasks_run{0};
+  std::atomic<uint64_t> tasks_stolen{0};
+  std::atomic<uint64_t> exceptions{0};
+  std::vector<Task> due;  // Scratch for timers that fell due.
+  std::thread thread;
+};
+
+absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(
+    const PoolOptions& options) {
+  if (options.workers < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("workers = ", options.workers,
+                     " is out of range; accepted: 0 (one per "
+                     "usable CPU) or more"));
+  }
+  if (options.max_pollers < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_pollers = ", options.max_pollers,
+        " is out of range; accepted: 0 (half the workers) or more"));
+  }
+  std::unique_ptr<ThreadPool> pool(new ThreadPool(options));
+  if (absl::Status s = pool->Start(); !s.ok()) return s;
+  return pool;
+}
+
+ThreadPool::ThreadPool(const PoolOptions& options) : options_(options) {
+  if (!options_.on_exception) options_.on_exception = DefaultExceptionHandler;
+}
+
+absl::Status ThreadPool::Start() {
+  int n = options_.workers;
+  if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
+  max_pollers_ =
+      options_.max_pollers ? options_.max_pollers : std::max(1, n / 2);
+  for (int i = 0; i < n; ++i) {
+    auto w = std::make_unique<Worker>(i);
+    absl::StatusOr<idle::Parker> parker =
+        idle::Parker::Create(w->word, options_.idle);
+    if (!parker.ok()) return parker.status();
+    w->parker.emplace(*std::move(parker));
+    workers_.push_back(std::move(w));
+  }
+  accepting_.store(true, std::memory_order_seq_cst);
+  for (auto& w : workers_) {
+    Worker* raw = w.get();
+    w->thread = std::thread([this, raw] { WorkerMain(*raw); });
+  }
+  return absl::OkStatus();
+}
+
+ThreadPool::~ThreadPool() { Shutdown(); }
+
+ThreadPool::Worker* ThreadPool::CurrentWorker() const noexcept {
+  return tls_pool == this ? workers_[tls_worker].get() : nullptr;
+}
+
+int ThreadPool::CurrentWorkerIndex() noexcept { return tls_worker; }
+
+absl::Status ThreadPool::Enqueue(Job job) {
+  // submitting_ brackets the check and the push, so Shutdown can wait for
+  // every submit that passed the check before it lets workers drain.
+  submitting_.fetch_add(1, std::memory_order_seq_cst);
+  if (!accepting_.load(std::memory_order_seq_cst)) {
+    submitting_.fetch_sub(1, std::memory_order_seq_cst);
+    return absl::FailedPreconditionError(
+        "the pool is shut down and accepts no more tasks");
+  }
+  if (job.group != nullptr) job.group->Add();
+  if (Worker* w = CurrentWorker()) {
+    w->local.Push(std::move(job));
+  } else {
+    injection_.Push(std::move(job));
+  }
+  WakeOne();
+  submitting_.fetch_sub(1, std::memory_order_seq_cst);
+  return absl::OkStatus();
+}
+
+absl::Status ThreadPool::Submit(Task task) {
+  return Enqueue(Job{std::move(task), nullptr});
+}
+
+absl::Status ThreadPool::Submit(TaskGroup& group, Task task) {
+  return Enqueue(Job{std::move(task), &group});
+}
+
+absl::Status ThreadPool::SubmitAt(int64_t deadline_ns, Task task) {
+  submitting_.fetch_add(1, std::memory_order_seq_cst);
+  if (!accepting_.load(std::memory_order_seq_cst)) {
+    submitting_.fetch_sub(1, std::memory_order_seq_cst);
+    return absl::FailedPreconditionError(
+        "the pool is shut down and accepts no more timers");
+  }
+  if (timers_.Add(deadline_ns, std::move(task))) {
+    // A new earliest deadline: the worker parked until the old one must
+    // re-arm, or, if none is, an idle worker must take the role.
+    const int keeper = timer_keeper_.load(std::memory_order_seq_cst);
+    if (keeper >= 0) {
+      workers_[keeper]->word.Unpark();
+    } else {
+      WakeOne();
+    }
+  }
+  submitting_.fetch_sub(1, std::memory_order_seq_cst);
+  return absl::OkStatus();
+}
+
+absl::Status ThreadPool::SubmitAfter(absl::Duration delay, Task task) {
+  return SubmitAt(arch::MonotonicNowNs() + absl::ToInt64Nanoseconds(delay),
+                  std::move(task));
+}
+
+void ThreadPool::WakeOne() noexcept {
+  // Pairs with IdleOnce: the push above, then this fence, then the idle
+  // flags; there, the idle flag, then the queues.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (num_idle_.load(std::memory_order_seq_cst) == 0) return;
+  const size_t n = workers_.size();
+  const size_t start = wake_cursor_.fetch_add(1, std::memory_order_relaxed);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < n; ++i) {
+      Worker& w = *workers_[(start + i) % n];
+      if (!w.idle.load(std::memory_order_seq_cst)) continue;
+      if (pass == 0 && !w.word.polling()) continue;  // Pollers first.
+      if (w.idle.exchange(false, std::memory_order_seq_cst)) {
+        num_idle_.fetch_sub(1, std::memory_order_seq_cst);
+        w.word.Unpark();
+        return;
+      }
+    }
+  }
+}
+
+bool ThreadPool::HasWork() const noexcept {
+  if (injection_.size() != 0) return true;
+  if (timers_.next_deadline() <= arch::MonotonicNowNs()) return true;
+  for (const auto& w : workers_) {
+    if (w->local.size() != 0) return true;
+  }
+  return false;
+}
+
+void ThreadPool::Run(Worker& w, Job& job) {
+  try {
+    job.task();
+  } catch (...) {
+    Bump(w.exceptions);
+    options_.on_exception(std::current_exception());
+  }
+  Bump(w.tasks_run);
+  if (job.group != nullptr) job.group->Done();
+}
+
+bool ThreadPool::RunOne(Worker& w) {
+  if (timers_.next_deadline() <= arch::MonotonicNowNs()) {
+    timers_.PopDue(arch::MonotonicNowNs(), w.due);
+    for (Task& t : w.due) w.local.Push(Job{std::move(t), nullptr});
+    w.due.clear();
+  }
+  std::optional<Job> job = w.local.Pop();
+  if (!job) job = injection_.Pop();
+  if (!job) {
+    const size_t n = workers_.size();
+    for (size_t k = 1; k < n && !job; ++k) {
+      job = workers_[(w.index + k) % n]->local.Pop();
+      if (job) Bump(w.tasks_stolen);
+    }
+  }
+  if (!job) return false;
+  Run(w, *job);
+  return true;
+}
+
+void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
+  w.idle.store(true, std::memory_order_seq_cst);
+  num_idle_.fetch_add(1, std::memory_order_seq_cst);
+  auto retire = [&] {
+    if (w.idle.exchange(false, std::memory_order_seq_cst)) {
+      num_idle_.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  };
+  if (HasWork() ||
+      (stop_ends_idle && stopping_.load(std::memory_order_seq_cst))) {
+    retire();
+    return;
+  }
+  // The first idle worker to see a timer parks until it (the keeper); the
+  // others need no deadline. Read the deadline after taking the role: a
+  // submitter adds its timer, then looks for the keeper.
+  int64_t deadline = arch::kNoDeadline;
+  int no_keeper = -1;
+  const bool keeper = timers_.next_deadline() != arch::kNoDeadline &&
+                      timer_keeper_.compare_exchange_strong(
+                          no_keeper, w.index, std::memory_order_seq_cst);
+  if (keeper) deadline = timers_.next_deadline();
+  const bool poll =
+      num_pollers_.fetch_add(1, std::memory_order_relaxed) < max_pollers_;
+  if (!poll) num_pollers_.fetch_sub(1, std::memory_order_relaxed);
+  w.parker->Park(deadline, poll);
+  if (poll) num_pollers_.fetch_sub(1, std::memory_order_relaxed);
+  retire();
+  if (keeper) {
+    timer_keeper_.store(-1, std::memory_order_seq_cst);
+    // Hand the role on if timers remain that this worker may not reach.
+    if (timers_.next_deadline() != arch::kNoDeadline) WakeOne();
+  }
+}
+
+void ThreadPool::WorkerMain(Worker& w) {
+  tls_pool = this;
+  tls_worker = w.index;
+  for (;;) {
+    if (RunOne(w)) continue;
+    if (stopping_.load(std::memory_order_seq_cst) && !HasWork()) break;
+    IdleOnce(w, /*stop_ends_idle=*/true);
+  }
+  tls_pool = nullptr;
+  tls_worker = -1;
+}
+
+void ThreadPool::Wait(TaskGroup& group) {
+  Worker* w = CurrentWorker();
+  if (w == nullptr) {
+    group.WaitOutside();
+    return;
+  }
+  while (group.pending() != 0) {
+    if (RunOne(*w)) continue;
+    group.AddWaiter(&w->word);
+    if (group.pending() != 0) IdleOnce(*w, /*stop_ends_idle=*/false);
+    group.RemoveWaiter(&w->word);
+  }
+  group.Settle();
+}
+
+void ThreadPool::Shutdown() {
+  if (shut_down_.exchange(true)) return;
+  accepting_.store(false, std::memory_order_seq_cst);
+  while (submitting_.load(std::memory_order_seq_cst) != 0) {
+    std::this_thread::yield();
+  }
+  // Timers already due still run; the rest are cancelled and counted.
+  std::vector<Task> due;
+  timers_.PopDue(arch::MonotonicNowNs(), due);
+  for (Task& t : due) injection_.Push(Job{std::move(t), nullptr});
+  timers_cancelled_.store(timers_.CancelAll(), std::memory_order_relaxed);
+  stopping_.store(true, std::memory_order_seq_cst);
+  for (auto& w : workers_) w->word.Unpark();
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.join();
+  }
+  if (options_.print_stats) fputs(FormatPoolStatsText(Stats()).c_str(), stderr);
+}
+
+PoolStats ThreadPool::Stats() const {
+  PoolStats stats;
+  stats.timers_cancelled = timers_cancelled_.load(std::memory_order_relaxed);
+  stats.max_pollers = max_pollers_;
+  for (const auto& w : workers_) {
+    WorkerStats ws;
+    ws.index = w->index;
+    ws.idle = w->parker->Stats(absl::StrCat("worker ", w->index), "parker");
+    ws.tasks_run = w->tasks_run.load(std::memory_order_relaxed);
+    ws.tasks_stolen = w->tasks_stolen.load(std::memory_order_relaxed);
+    ws.exceptions = w->exceptions.load(std::memory_order_relaxed);
+    stats.workers.push_back(std::move(ws));
+  }
+  return stats;
+}
+
+}  // namespace haltpool

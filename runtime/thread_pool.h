@@ -1,0 +1,116 @@
+// haltpool's thread pool: workers with local queues, a shared injection
+// queue, work stealing and timers, idling through idle/ (a governor and a
+// parker per worker), so a submission to a polling worker costs a store and
+// no system call.
+//
+// Wake protocol (the one place it lives is thread_pool.cc): a worker about to
+// idle marks itself idle, then looks at every queue once more; a submitter
+// pushes, then looks for an idle worker to wake, preferring one that polls.
+// Both sides order these steps sequentially consistent, so either the worker
+// sees the task or the submitter sees the worker: a task never sits queued
+// while every worker sleeps.
+
+#ifndef HALTPOOL_RUNTIME_THREAD_POOL_H_
+#define HALTPOOL_RUNTIME_THREAD_POOL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "runtime/pool_options.h"
+#include "runtime/pool_stats.h"
+#include "runtime/task.h"
+#include "runtime/task_group.h"
+#include "runtime/task_queue.h"
+#include "runtime/timer_queue.h"
+
+namespace haltpool {
+
+class ThreadPool {
+ public:
+  // Starts the workers. Fails with InvalidArgument if an option is out of
+  // range, FailedPrecondition if the wait mechanism cannot run here.
+  static absl::StatusOr<std::unique_ptr<ThreadPool>> Create(
+      const PoolOptions& options = {});
+
+  // Shuts down (see Shutdown).
+  ~ThreadPool();
+
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // Queues `task`: on the calling worker's own queue when called from one of
+  // this pool's workers, else on the shared queue; wakes an idle worker if
+  // there is one. FailedPrecondition once shutdown has begun. Any thread; no
+  // allocation when the task's captures fit inline and the queue has room.
+  absl::Status Submit(Task task);
+
+  // As Submit, counting the task in `group` (see Wait).
+  absl::Status Submit(TaskGroup& group, Task task);
+
+  // Queues `task` to run at or after CLOCK_MONOTONIC `deadline_ns`; timers
+  // due at the same time run in deadline order. Timers not yet due at
+  // shutdown are cancelled and counted (PoolStats::timers_cancelled).
+  absl::Status SubmitAt(int64_t deadline_ns, Task task);
+  absl::Status SubmitAfter(absl::Duration delay, Task task);
+
+  // Returns when every task submitted to `group` has finished. On one of
+  // this pool's workers it runs other tasks meanwhile (no deadlock when a
+  // task waits for the tasks it spawned); elsewhere it blocks.
+  void Wait(TaskGroup& group);
+
+  // Stops accepting work, runs every task already queued (and timers already
+  // due), cancels the rest of the timers, joins the workers. Idempotent; not
+  // from a worker of this pool.
+  void Shutdown();
+
+  int size() const noexcept { return static_cast<int>(workers_.size()); }
+
+  // A snapshot of every worker's statistics. Any thread.
+  PoolStats Stats() const;
+
+  // The index of the calling worker in its pool, or -1 off the pool.
+  static int CurrentWorkerIndex() noexcept;
+
+ private:
+  struct Worker;
+
+  explicit ThreadPool(const PoolOptions& options);
+  absl::Status Start();
+  void WorkerMain(Worker& w);
+  // Runs one queued task if there is one: due timers first, then the own
+  // queue, the shared queue, and other workers' queues.
+  bool RunOne(Worker& w);
+  void Run(Worker& w, Job& job);
+  // One idle period: announce, re-check, park, retire.
+  void IdleOnce(Worker& w, bool stop_ends_idle);
+  bool HasWork() const noexcept;
+  // Wakes one idle worker, a polling one if any.
+  void WakeOne() noexcept;
+  absl::Status Enqueue(Job job);
+  Worker* CurrentWorker() const noexcept;
+
+  PoolOptions options_;
+  int max_pollers_ = 1;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  TaskQueue injection_;
+  TimerQueue timers_;
+  std::atomic<int> num_idle_{0};
+  std::atomic<int> num_pollers_{0};
+  std::atomic<int> timer_keeper_{-1};  // The worker parked until a timer.
+  std::atomic<unsigned> wake_cursor_{0};
+  std::atomic<bool> accepting_{false};
+  std::atomic<int> submitting_{0};  // Submits between check and push.
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> shut_down_{false};
+  std::atomic<uint64_t> timers_cancelled_{0};
+};
+
+}  // namespace haltpool
+
+#endif  // HALTPOOL_RUNTIME_THREAD_POOL_H_

@@ -1,0 +1,213 @@
+// ThreadPool: every task runs exactly once, groups, timers, shutdown,
+// exceptions, and waiting from inside a worker. No speed is asserted.
+
+#include "runtime/thread_pool.h"
+
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "arch/cycle_clock.h"
+#include "gtest/gtest.h"
+
+namespace haltpool {
+namespace {
+
+std::unique_ptr<ThreadPool> MakePool(int workers, const char* governor = "haltpool") {
+  PoolOptions o;
+  o.workers = workers;
+  if (std::string(governor) != "haltpool") o.idle.governor = governor;
+  absl::StatusOr<std::unique_ptr<ThreadPool>> p = ThreadPool::Create(o);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *std::move(p);
+}
+
+class PoolPerGovernor : public testing::TestWithParam<const char*> {};
+
+TEST_P(PoolPerGovernor, EveryTaskFromManyThreadsRunsExactlyOnce) {
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 250000;  // A million in all.
+  auto pool = MakePool(3, GetParam());
+  std::vector<std::atomic<uint8_t>> ran(kThreads * kPerThread);
+  TaskGroup group;
+  std::vector<std::thread> submitters;
+  for (int t = 0; t < kThreads; ++t) {
+    submitters.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        std::atomic<uint8_t>* slot = &ran[t * kPerThread + i];
+        ASSERT_TRUE(pool->Submit(group, [slot] {
+                          slot->fetch_add(1, std::memory_order_relaxed);
+                        }).ok());
+      }
+    });
+  }
+  for (auto& s : submitters) s.join();
+  pool->Wait(group);
+  for (size_t i = 0; i < ran.size(); ++i) {
+    ASSERT_EQ(ran[i].load(), 1) << "task " << i;
+  }
+  uint64_t total = 0;
+  for (const WorkerStats& w : pool->Stats().workers) total += w.tasks_run;
+  EXPECT_EQ(total, ran.size());
+}
+
+TEST_P(PoolPerGovernor, SparseSubmissionsAreNeverLost) {
+  // Submissions spaced so workers go idle (and, with haltpoll, to sleep)
+  // between them: each must still run.
+  auto pool = MakePool(2, GetParam());
+  for (int i = 0; i < 200; ++i) {
+    TaskGroup group;
+    std::atomic<int> n{0};
+    ASSERT_TRUE(pool->Submit(group, [&] { n++; }).ok());
+    pool->Wait(group);
+    ASSERT_EQ(n.load(), 1);
+    if (i % 20 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Governors, PoolPerGovernor,
+                         testing::Values("haltpoll", "poll", "block", "fixed"),
+                         [](const auto& info) { return std::string(info.param); });
+
+TEST(ThreadPool, WaitingFromAWorkerRunsOtherTasksInsteadOfDeadlocking) {
+  auto pool = MakePool(1);
+  TaskGroup outer;
+  std::atomic<int> inner_done{0};
+  ASSERT_TRUE(pool->Submit(outer, [&] {
+                    TaskGroup inner;
+                    for (int i = 0; i < 10; ++i) {
+                      ASSERT_TRUE(pool->Submit(inner, [&] { inner_done++; }).ok());
+                    }
+                    pool->Wait(inner);  // The only worker waits here.
+                    EXPECT_EQ(inner_done.load(), 10);
+                  }).ok());
+  pool->Wait(outer);
+  EXPECT_EQ(inner_done.load(), 10);
+}
+
+TEST(ThreadPool, ShutdownRunsWhatWasQueuedAndRefusesMore) {
+  auto pool = MakePool(2);
+  std::atomic<int> n{0};
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(pool->Submit([&] {
+                      std::this_thread::sleep_for(std::chrono::microseconds(10));
+                      n++;
+                    }).ok());
+  }
+  pool->Shutdown();
+  EXPECT_EQ(n.load(), 1000);
+  absl::Status s = pool->Submit([] {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("shut down"), absl::string_view::npos);
+  EXPECT_FALSE(pool->SubmitAfter(absl::Milliseconds(1), [] {}).ok());
+}
+
+TEST(ThreadPool, ShutdownWhileOtherThreadsSubmitLosesNothing) {
+  auto pool = MakePool(2);
+  std::atomic<int> accepted{0}, ran{0};
+  std::vector<std::thread> submitters;
+  for (int t = 0; t < 3; ++t) {
+    submitters.emplace_back([&] {
+      for (;;) {
+        if (!pool->Submit([&] { ran++; }).ok()) return;
+        accepted++;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  pool->Shutdown();
+  for (auto& s : submitters) s.join();
+  EXPECT_GT(accepted.load(), 0);
+  EXPECT_EQ(ran.load(), accepted.load());
+}
+
+TEST(ThreadPool, TimersNeverFireEarlyAndFireInDeadlineOrder) {
+  auto pool = MakePool(1);
+  absl::Mutex mu;
+  std::vector<int> order;
+  std::vector<int64_t> late_by(8, -1);
+  TaskGroup group;
+  const int64_t base = arch::MonotonicNowNs() + 20000000;  // 20 ms from now.
+  // Submitted out of order; due 1 ms apart.
+  for (int i : {5, 2, 7, 0, 3, 6, 1, 4}) {
+    const int64_t due = base + i * 1000000;
+    ASSERT_TRUE(pool->Submit(group, [] {}).ok());
+    ASSERT_TRUE(pool->SubmitAt(due, [&, i, due] {
+                      const int64_t now = arch::MonotonicNowNs();
+                      absl::MutexLock lock(&mu);
+                      order.push_back(i);
+                      late_by[i] = now - due;
+                    }).ok());
+  }
+  pool->Wait(group);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  pool->Shutdown();
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  for (int i = 0; i < 8; ++i) EXPECT_GE(late_by[i], 0) << "timer " << i << " fired early";
+  EXPECT_EQ(pool->Stats().timers_cancelled, 0u);
+}
+
+TEST(ThreadPool, TimersNotDueAtShutdownAreCancelledAndCounted) {
+  auto pool = MakePool(2);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(pool->SubmitAfter(absl::Seconds(30), [&] { ran++; }).ok());
+  }
+  ASSERT_TRUE(pool->SubmitAfter(absl::ZeroDuration(), [&] { ran++; }).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  pool->Shutdown();
+  EXPECT_EQ(ran.load(), 1);
+  EXPECT_EQ(pool->Stats().timers_cancelled, 5u);
+}
+
+TEST(ThreadPool, AThrowingTaskLeavesItsWorkerAlive) {
+  std::atomic<int> handled{0};
+  PoolOptions o;
+  o.workers = 1;
+  o.on_exception = [&](std::exception_ptr) { handled++; };
+  auto pool = *ThreadPool::Create(o);
+  TaskGroup group;
+  std::atomic<int> after{0};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(pool->Submit(group, [] { throw std::runtime_error("boom"); }).ok());
+    ASSERT_TRUE(pool->Submit(group, [&] { after++; }).ok());
+  }
+  pool->Wait(group);
+  EXPECT_EQ(after.load(), 3);
+  EXPECT_EQ(handled.load(), 3);
+  EXPECT_EQ(pool->Stats().workers[0].exceptions, 3u);
+}
+
+TEST(ThreadPool, BadOptionsAreRefused) {
+  PoolOptions o;
+  o.workers = -1;
+  EXPECT_EQ(ThreadPool::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+  o.workers = 1;
+  o.idle.governor = "nope";
+  absl::Status s = ThreadPool::Create(o).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("nope"), absl::string_view::npos);
+}
+
+TEST(ThreadPool, StatsCountElidedWakes) {
+  PoolOptions o;
+  o.workers = 1;
+  o.idle.governor = "poll";
+  auto pool = *ThreadPool::Create(o);
+  for (int i = 0; i < 100; ++i) {
+    TaskGroup g;
+    ASSERT_TRUE(pool->Submit(g, [] {}).ok());
+    pool->Wait(g);
+  }
+  const WorkerStats w = pool->Stats().workers[0];
+  EXPECT_EQ(w.tasks_run, 100u);
+  EXPECT_EQ(w.idle.wakes.syscall, 0u);  // A polling worker needs no syscall.
+  EXPECT_GT(w.idle.wakes.polling, 0u);
+}
+
+}  // namespace
+}  // namespace haltpool
