@@ -1,0 +1,207 @@
+// bench/pool_latency: submit-to-run latency on an idle pool, and the CPU the
+// pool burns while idle, at several gaps between submissions; haltpool under
+// each governor against oneTBB (task_arena::enqueue) and a mutex +
+// condition-variable pool, side by side in one run.
+//
+// One outside thread submits a task every `gap`; the task notes how long it
+// waited. Gaps up to 100 us are waited out busy, longer ones asleep. Pool CPU
+// is the process's CPU time minus the submitting thread's.
+//
+// Usage: pool_latency [--workers=N] [--scale=F]   (F scales sample counts)
+
+#include <stdio.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "arch/cpu_wait.h"
+#include "arch/cycle_clock.h"
+#include "bench/condvar_pool.h"
+#include "runtime/idle_config.h"
+#include "runtime/thread_pool.h"
+#include "tbb/task_arena.h"
+
+namespace haltpool::bench {
+namespace {
+
+struct Gap {
+  int64_t ns;
+  int samples;
+};
+// Each gap runs about a second or less at scale 1.
+constexpr Gap kGaps[] = {
+    {0, 20000}, {10000, 10000}, {100000, 3000}, {1000000, 500}, {10000000, 80}};
+// Gaps up to this are waited out spinning; longer ones sleeping.
+constexpr int64_t kSpinGapNs = 100000;
+
+int64_t CpuNs(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+void WaitUntil(int64_t t) {
+  const int64_t left = t - arch::MonotonicNowNs();
+  if (left > kSpinGapNs) {
+    timespec ts{static_cast<time_t>(t / 1000000000),
+                static_cast<long>(t % 1000000000)};
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+  }
+  while (arch::MonotonicNowNs() < t) arch::CpuRelax();
+}
+
+struct Result {
+  double p50_us, p99_us, mean_us, idle_cpu;  // idle_cpu: fraction of a CPU.
+};
+
+using SubmitFn = std::function<void(std::function<void()>)>;
+
+Result Measure(const SubmitFn& submit, const Gap& gap, double scale) {
+  const int n = std::max(10, static_cast<int>(gap.samples * scale));
+  std::vector<int64_t> lat(n);
+  std::atomic<int> done{0};
+  const int64_t cpu0 = CpuNs(CLOCK_PROCESS_CPUTIME_ID);
+  const int64_t self0 = CpuNs(CLOCK_THREAD_CPUTIME_ID);
+  const int64_t wall0 = arch::MonotonicNowNs();
+  int64_t next = wall0;
+  for (int i = 0; i < n; ++i) {
+    WaitUntil(next);
+    const int64_t t0 = arch::MonotonicNowNs();
+    submit([&lat, &done, i, t0] {
+      lat[i] = arch::MonotonicNowNs() - t0;
+      done.store(i + 1, std::memory_order_release);
+    });
+    // The next submission waits for this task: one at a time, idle between.
+    while (done.load(std::memory_order_acquire) != i + 1) arch::CpuRelax();
+    next = t0 + gap.ns;
+  }
+  const int64_t wall = arch::MonotonicNowNs() - wall0;
+  const int64_t pool_cpu = (CpuNs(CLOCK_PROCESS_CPUTIME_ID) - cpu0) -
+                           (CpuNs(CLOCK_THREAD_CPUTIME_ID) - self0);
+  std::sort(lat.begin(), lat.end());
+  double sum = 0;
+  for (int64_t l : lat) sum += l;
+  return {lat[n / 2] / 1e3, lat[n * 99 / 100] / 1e3, sum / n / 1e3,
+          static_cast<double>(pool_cpu) / static_cast<double>(wall)};
+}
+
+struct Contender {
+  std::string name;
+  std::function<void(std::function<void(const SubmitFn&)>)> with_pool;
+};
+
+}  // namespace
+}  // namespace haltpool::bench
+
+int main(int argc, char** argv) {
+  using namespace haltpool;
+  using namespace haltpool::bench;
+  int workers = 2;
+  double scale = 1.0;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view a = argv[i];
+    bool ok = false;
+    if (absl::ConsumePrefix(&a, "--workers="))
+      ok = absl::SimpleAtoi(a, &workers) && workers > 0;
+    else if (absl::ConsumePrefix(&a, "--scale="))
+      ok = absl::SimpleAtod(a, &scale) && scale > 0;
+    if (!ok) {
+      fprintf(stderr,
+              "pool_latency: bad option '%s'\nusage: pool_latency "
+              "[--workers=N] [--scale=F]\n",
+              argv[i]);
+      return 2;
+    }
+  }
+  // The default governor comes from the environment like any haltpool user.
+  const IdleConfig config = IdleConfigFromEnvironmentOrExit();
+  std::vector<Contender> contenders;
+  auto haltpool_with = [&](std::string governor) {
+    return [&, governor](std::function<void(const SubmitFn&)> body) {
+      PoolOptions o;
+      o.workers = workers;
+      o.idle = config.options;
+      if (!governor.empty()) o.idle.governor = governor;
+      auto pool = ThreadPool::Create(o);
+      if (!pool.ok()) {
+        fprintf(stderr, "haltpool: %s\n",
+                std::string(pool.status().message()).c_str());
+        exit(2);
+      }
+      ThreadPool* p = pool->get();
+      body([p](std::function<void()> f) { (void)p->Submit(std::move(f)); });
+    };
+  };
+  contenders.push_back(
+      {absl::StrCat("haltpool default (", config.options.governor, ")"),
+       haltpool_with("")});
+  for (const char* g : {"haltpoll", "poll", "block", "fixed"}) {
+    if (g != config.options.governor) {
+      contenders.push_back({absl::StrCat("haltpool ", g), haltpool_with(g)});
+    }
+  }
+  contenders.push_back({"oneTBB task_arena::enqueue", [&](auto body) {
+                          tbb::task_arena arena(workers);
+                          arena.initialize();
+                          body([&arena](std::function<void()> f) {
+                            arena.enqueue(std::move(f));
+                          });
+                        }});
+  contenders.push_back(
+      {"mutex + condvar pool", [&](auto body) {
+         CondvarPool pool(workers);
+         body([&pool](std::function<void()> f) { pool.Submit(std::move(f)); });
+       }});
+
+  printf(
+      "# pool_latency: %d workers, submit-to-run latency (us) and pool CPU "
+      "while idle "
+      "(%% of one CPU)\n\n",
+      workers);
+  printf("| contender | gap | p50 us | p99 us | mean us | pool CPU %% |\n");
+  printf("| --- | ---: | ---: | ---: | ---: | ---: |\n");
+  std::vector<std::vector<Result>> all;
+  for (const Contender& c : contenders) {
+    std::vector<Result> row;
+    c.with_pool([&](const SubmitFn& submit) {
+      // Warm up: threads started, first wakes done, windows learned.
+      Measure(submit, {10000, 200}, 1.0);
+      for (const Gap& g : kGaps) row.push_back(Measure(submit, g, scale));
+    });
+    for (size_t i = 0; i < row.size(); ++i) {
+      const Result& r = row[i];
+      printf("| %s | %s | %.2f | %.2f | %.2f | %.1f |\n", c.name.c_str(),
+             kGaps[i].ns == 0 ? "0"
+                              : absl::StrCat(kGaps[i].ns / 1000, " us").c_str(),
+             r.p50_us, r.p99_us, r.mean_us, 100 * r.idle_cpu);
+    }
+    fflush(stdout);
+    all.push_back(std::move(row));
+  }
+  // The targets: default vs oneTBB and condvar (the last two contenders).
+  const std::vector<Result>& mine = all[0];
+  const std::vector<Result>& tbb = all[all.size() - 2];
+  const std::vector<Result>& cv = all[all.size() - 1];
+  printf(
+      "\n| gap | default/oneTBB mean | default/condvar mean | default - "
+      "condvar CPU %% |\n");
+  printf("| ---: | ---: | ---: | ---: |\n");
+  for (size_t i = 0; i < mine.size(); ++i) {
+    printf("| %s | %.3f | %.3f | %+.1f |\n",
+           kGaps[i].ns == 0 ? "0"
+                            : absl::StrCat(kGaps[i].ns / 1000, " us").c_str(),
+           mine[i].mean_us / tbb[i].mean_us, mine[i].mean_us / cv[i].mean_us,
+           100 * (mine[i].idle_cpu - cv[i].idle_cpu));
+  }
+  return 0;
+}
