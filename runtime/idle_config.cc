@@ -187,8 +187,9 @@ absl::StatusOr<IdleConfig> ResolveIdleConfig(const IdleOptions& code,
     const auto& vars = Variables();
     if (std::none_of(vars.begin(), vars.end(),
                      [&](const Variable& v) { return v.name == name; })) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, " is not a haltpool variable; known: ", KnownNames()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, "='", env.Get(name).value_or(""),
+                       "': not a haltpool variable; known: ", KnownNames()));
     }
   }
   const IdleConfig defaults;

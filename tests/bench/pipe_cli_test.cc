@@ -122,7 +122,7 @@ TEST(PipeCli, BadVariablesStopBeforeAnyWork) {
            Case{"HALTPOOL_WAIT=mwait",
                 "HALTPOOL_WAIT='mwait': unknown wait mechanism"},
            Case{"HALTPOOL_GOVENOR=poll",
-                "HALTPOOL_GOVENOR is not a haltpool variable"},
+                "HALTPOOL_GOVENOR='poll': not a haltpool variable"},
        }) {
     const RunResult r = Exec(c.env, "-l 10");
     SCOPED_TRACE(r.output);
