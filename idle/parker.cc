@@ -8,9 +8,14 @@
 namespace haltpool::idle {
 
 void WakeWord::Unpark() noexcept {
-  const uint32_t prev = state_.fetch_or(kNotified, std::memory_order_release);
+  // acq_rel: the acquire half makes elsewhere_, published by the waiter's
+  // move to kSleepingElsewhere, visible here.
+  const uint32_t prev = state_.fetch_or(kNotified, std::memory_order_acq_rel);
   if (prev & kSleeping) {
     arch::FutexWake(state_, 1, scope_);
+    wakes_syscall_.fetch_add(1, std::memory_order_relaxed);
+  } else if (prev & kSleepingElsewhere) {
+    elsewhere_.load(std::memory_order_acquire)->Kick();
     wakes_syscall_.fetch_add(1, std::memory_order_relaxed);
   } else if (prev & kPolling) {
     wakes_polling_.fetch_add(1, std::memory_order_relaxed);
@@ -103,7 +108,59 @@ bool Parker::Block(int64_t until_ns) noexcept {
   }
 }
 
-IdleResult Parker::Park(int64_t deadline_ns, bool allow_poll) noexcept {
+bool Parker::PollWith(ExternalWait& external, int64_t until_ns) noexcept {
+  std::atomic<uint32_t>& state = word_->state_;
+  uint32_t cur = state.load(std::memory_order_relaxed);
+  if (cur == WakeWord::kEmpty &&
+      state.compare_exchange_strong(cur, WakeWord::kPolling,
+                                    std::memory_order_relaxed)) {
+    cur = WakeWord::kPolling;
+  }
+  // Two things to watch, so no monitor instruction: a relax loop.
+  for (int i = 0;; ++i) {
+    if (cur & WakeWord::kNotified) {
+      Consume();
+      return true;
+    }
+    if (external.Ready()) {
+      // Leave kPolling so later wakers do not count a poll that is over.
+      if (state.compare_exchange_strong(cur, WakeWord::kEmpty,
+                                        std::memory_order_relaxed)) {
+        return true;
+      }
+      continue;  // cur now has kNotified.
+    }
+    if ((i & 15) == 15 && arch::MonotonicNowNs() >= until_ns) return false;
+    arch::CpuRelax();
+    cur = state.load(std::memory_order_acquire);
+  }
+}
+
+bool Parker::BlockIn(ExternalWait& external, int64_t until_ns) noexcept {
+  std::atomic<uint32_t>& state = word_->state_;
+  word_->elsewhere_.store(&external, std::memory_order_release);
+  // As Block: the move to sleeping re-checks for a wake.
+  uint32_t cur = state.load(std::memory_order_relaxed);
+  do {
+    if (cur & WakeWord::kNotified) {
+      Consume();
+      return true;
+    }
+  } while (!state.compare_exchange_weak(cur, WakeWord::kSleepingElsewhere,
+                                        std::memory_order_release,
+                                        std::memory_order_relaxed));
+  const bool event = external.Block(until_ns);
+  uint32_t sleeping = WakeWord::kSleepingElsewhere;
+  if (state.compare_exchange_strong(sleeping, WakeWord::kEmpty,
+                                    std::memory_order_relaxed)) {
+    return event;
+  }
+  Consume();  // A waker kicked us (or is about to: its Kick is harmless).
+  return true;
+}
+
+IdleResult Parker::Park(int64_t deadline_ns, bool allow_poll,
+                        ExternalWait* external) noexcept {
   std::atomic<uint32_t>& state = word_->state_;
   if (state.load(std::memory_order_relaxed) & WakeWord::kNotified) {
     Consume();

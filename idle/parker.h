@@ -8,6 +8,8 @@
 //   kEmpty     the waiter is not idle
 //   kPolling   the waiter polls the word
 //   kSleeping  the waiter is in, or about to enter, FUTEX_WAIT
+//   kSleepingElsewhere  the waiter blocks in an ExternalWait (an I/O ring):
+//              wakers Kick() it instead of FUTEX_WAKE
 //   kNotified  (a bit on top of any of them) a wake is pending; wakes
 //              coalesce into it
 // Wakers only set kNotified (fetch_or); every waker that finds kSleeping set
@@ -30,6 +32,7 @@
 #include "arch/cycle_clock.h"
 #include "arch/futex.h"
 #include "arch/wait_mechanism.h"
+#include "idle/external_wait.h"
 #include "idle/governor.h"
 #include "idle/idle_loop.h"
 #include "idle/idle_options.h"
@@ -43,7 +46,13 @@ namespace haltpool::idle {
 // FutexScope::kShared there). Not copyable: its address is the futex.
 class alignas(64) WakeWord {
  public:
-  enum : uint32_t { kEmpty = 0, kNotified = 1, kPolling = 2, kSleeping = 4 };
+  enum : uint32_t {
+    kEmpty = 0,
+    kNotified = 1,
+    kPolling = 2,
+    kSleeping = 4,
+    kSleepingElsewhere = 8,
+  };
 
   explicit WakeWord(
       arch::FutexScope scope = arch::FutexScope::kPrivate) noexcept
@@ -76,6 +85,8 @@ class alignas(64) WakeWord {
 
   std::atomic<uint32_t> state_{kEmpty};
   const arch::FutexScope scope_;
+  // Set by the waiter before it enters kSleepingElsewhere; in-process only.
+  std::atomic<ExternalWait*> elsewhere_{nullptr};
   std::atomic<uint64_t> wakes_polling_{0};
   std::atomic<uint64_t> wakes_not_idle_{0};
   std::atomic<uint64_t> wakes_syscall_{0};
@@ -100,8 +111,14 @@ class Parker {
   // With `allow_poll` false the poll state is skipped (the caller limits
   // how many waiters poll at once); the governor still learns from the
   // block. Only the owning thread; noexcept, allocation-free.
+  //
+  // With `external` set (in-process words only), the poll state also ends
+  // when external->Ready(), and the block state is external->Block(), ended
+  // by wakers through external->Kick(); Park then returns kWoken for an
+  // external event as for a wake, and the caller looks at both.
   IdleResult Park(int64_t deadline_ns = arch::kNoDeadline,
-                  bool allow_poll = true) noexcept;
+                  bool allow_poll = true,
+                  ExternalWait* external = nullptr) noexcept;
 
   // The statistics so far. Any thread, though counters of a Park in
   // progress may be one period behind.
@@ -118,6 +135,8 @@ class Parker {
   // it), false if `until_ns` passed first.
   bool Poll(int64_t until_ns) noexcept;
   bool Block(int64_t until_ns) noexcept;
+  bool PollWith(ExternalWait& external, int64_t until_ns) noexcept;
+  bool BlockIn(ExternalWait& external, int64_t until_ns) noexcept;
 
   // Takes the pending wake: the word goes back to kEmpty.
   void Consume() noexcept;
