@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "idle/idle_options.h"
+#include "runtime/topology.h"
 
 namespace haltpool {
 
@@ -18,6 +19,9 @@ struct PoolOptions {
   // How many idle workers may poll at once; 0: half the workers, at least
   // one (as Go and Tokio bound their spinning threads). HALTPOOL_MAX_POLLERS.
   int max_pollers = 0;
+  // Pinning: none, one physical core per worker, or one hardware thread;
+  // workers spread over cores before SMT siblings. HALTPOOL_PIN.
+  PinMode pin = PinMode::kNone;
   // How each worker idles. HALTPOOL_GOVERNOR and the other idle variables.
   idle::IdleOptions idle;
   // Print every worker's statistics to stderr at shutdown. HALTPOOL_STATS.

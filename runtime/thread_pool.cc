@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "arch/cycle_clock.h"
 #include "idle/parker.h"
+#include "runtime/cpu_quota.h"
+#include "runtime/topology.h"
 
 namespace haltpool {
 namespace {
@@ -34,8 +36,9 @@ void DefaultExceptionHandler(std::exception_ptr e) {
 }  // namespace
 
 struct ThreadPool::Worker {
-  explicit Worker(int i) : index(i) {}
+  Worker(int i, WorkerPlacement p) : index(i), placement(std::move(p)) {}
   const int index;
+  const WorkerPlacement placement;
   idle::WakeWord word;
   std::optional<idle::Parker> parker;
   TaskQueue local;
@@ -70,12 +73,20 @@ ThreadPool::ThreadPool(const PoolOptions& options) : options_(options) {
 }
 
 absl::Status ThreadPool::Start() {
+  absl::StatusOr<CpuQuota> quota = ProcessCpuQuota();
+  if (!quota.ok()) return quota.status();
   int n = options_.workers;
-  if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
+  if (n == 0) n = quota->usable_cpus;
   max_pollers_ =
       options_.max_pollers ? options_.max_pollers : std::max(1, n / 2);
+  const Topology topology = LoadTopology(AffinityCpus());
+  const std::vector<WorkerPlacement> placements =
+      PlanPlacement(topology, n, options_.pin);
+  placement_note_ =
+      absl::StrCat(n, " workers (", quota->explanation, "); ", topology.note,
+                   "; pin ", PinModeName(options_.pin));
   for (int i = 0; i < n; ++i) {
-    auto w = std::make_unique<Worker>(i);
+    auto w = std::make_unique<Worker>(i, placements[i]);
     absl::StatusOr<idle::Parker> parker =
         idle::Parker::Create(w->word, options_.idle);
     if (!parker.ok()) return parker.status();
@@ -251,6 +262,10 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
 void ThreadPool::WorkerMain(Worker& w) {
   tls_pool = this;
   tls_worker = w.index;
+  if (absl::Status s = ApplyPlacement(w.placement); !s.ok()) {
+    fprintf(stderr, "haltpool: worker %d not pinned: %s\n", w.index,
+            std::string(s.message()).c_str());
+  }
   for (;;) {
     if (RunOne(w)) continue;
     if (stopping_.load(std::memory_order_seq_cst) && !HasWork()) break;
@@ -301,6 +316,8 @@ PoolStats ThreadPool::Stats() const {
   for (const auto& w : workers_) {
     WorkerStats ws;
     ws.index = w->index;
+    ws.cpu = w->placement.os_cpu.value_or(-1);
+    ws.numa_node = w->placement.numa_node;
     ws.idle = w->parker->Stats(absl::StrCat("worker ", w->index), "parker");
     ws.tasks_run = w->tasks_run.load(std::memory_order_relaxed);
     ws.tasks_stolen = w->tasks_stolen.load(std::memory_order_relaxed);

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -71,6 +72,10 @@ class ThreadPool {
 
   int size() const noexcept { return static_cast<int>(workers_.size()); }
 
+  // One line on where the worker count and placement came from ("2 CPUs:
+  // affinity mask 0-1, no cgroup quota; hwloc 2.9.0 ...; pin none").
+  const std::string& placement_note() const noexcept { return placement_note_; }
+
   // A snapshot of every worker's statistics. Any thread.
   PoolStats Stats() const;
 
@@ -97,6 +102,7 @@ class ThreadPool {
 
   PoolOptions options_;
   int max_pollers_ = 1;
+  std::string placement_note_;  // How the worker count and pinning came about.
   std::vector<std::unique_ptr<Worker>> workers_;
   TaskQueue injection_;
   TimerQueue timers_;
