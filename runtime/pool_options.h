@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "idle/idle_options.h"
+#include "runtime/io/io_backend.h"
 #include "runtime/topology.h"
 
 namespace haltpool {
@@ -22,6 +23,9 @@ struct PoolOptions {
   // Pinning: none, one physical core per worker, or one hardware thread;
   // workers spread over cores before SMT siblings. HALTPOOL_PIN.
   PinMode pin = PinMode::kNone;
+  // The I/O backend of ThreadPool::Io(): auto (io_uring, else epoll when
+  // io_uring is missing or refused), uring, epoll. HALTPOOL_IO.
+  IoBackend io = IoBackend::kAuto;
   // How each worker idles. HALTPOOL_GOVERNOR and the other idle variables.
   idle::IdleOptions idle;
   // Print every worker's statistics to stderr at shutdown. HALTPOOL_STATS.

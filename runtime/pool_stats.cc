@@ -8,11 +8,15 @@ namespace haltpool {
 std::string FormatPoolStatsText(const PoolStats& stats) {
   std::string out;
   for (const WorkerStats& w : stats.workers) {
-    absl::StrAppend(&out, idle::FormatCpupower(w.idle),
-                    absl::StrFormat("Tasks: %u run, %u stolen, %u threw\n"
-                                    "Placement: cpu %d, NUMA node %d\n\n",
-                                    w.tasks_run, w.tasks_stolen, w.exceptions,
-                                    w.cpu, w.numa_node));
+    absl::StrAppend(
+        &out, idle::FormatCpupower(w.idle),
+        absl::StrFormat("Tasks: %u run, %u stolen, %u threw\n"
+                        "I/O: %s, %u completions%s%s\n"
+                        "Placement: cpu %d, NUMA node %d\n\n",
+                        w.tasks_run, w.tasks_stolen, w.exceptions,
+                        w.io_backend.empty() ? "unused" : w.io_backend,
+                        w.io_callbacks, w.io_note.empty() ? "" : " ; ",
+                        w.io_note, w.cpu, w.numa_node));
   }
   absl::StrAppend(
       &out, "Timers cancelled at shutdown: ", stats.timers_cancelled, "\n");
@@ -30,9 +34,10 @@ std::string FormatPoolStatsJson(const PoolStats& stats) {
         absl::StrFormat(
             "{\"index\":%d,\"cpu\":%d,\"numa_node\":%d,"
             "\"tasks_run\":%u,\"tasks_stolen\":%u,\"exceptions\":%u,"
-            "\"idle\":%s}",
+            "\"io_backend\":\"%s\",\"io_callbacks\":%u,\"idle\":%s}",
             w.index, w.cpu, w.numa_node, w.tasks_run, w.tasks_stolen,
-            w.exceptions, idle::FormatJson(w.idle)));
+            w.exceptions, w.io_backend, w.io_callbacks,
+            idle::FormatJson(w.idle)));
   }
   absl::StrAppend(&out, "]}");
   return out;

@@ -19,7 +19,10 @@ struct WorkerStats {
   idle::IdleStats idle;
   uint64_t tasks_run = 0;
   uint64_t tasks_stolen = 0;  // Of tasks_run, taken from another worker.
-  uint64_t exceptions = 0;    // Tasks that threw.
+  uint64_t exceptions = 0;    // Tasks (and I/O callbacks) that threw.
+  uint64_t io_callbacks = 0;  // I/O completions run.
+  std::string io_backend;     // "io_uring", "epoll", "" if never used.
+  std::string io_note;        // Why that backend ("epoll: io_uring_setup ...").
 };
 
 struct PoolStats {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "arch/cycle_clock.h"
+#include "idle/external_wait.h"
 #include "idle/parker.h"
 #include "runtime/cpu_quota.h"
 #include "runtime/topology.h"
@@ -48,7 +49,34 @@ struct ThreadPool::Worker {
   std::atomic<uint64_t> exceptions{0};
   std::vector<Task> due;  // Scratch for timers that fell due.
   std::thread thread;
+
+  // I/O, made on first use by this worker's tasks.
+  std::unique_ptr<IoReactor> io;
+  std::unique_ptr<idle::ExternalWait> io_wait;
+  absl::Status io_error;  // Why io could not be made, once tried.
+  std::atomic<uint64_t> io_callbacks{0};
+  std::string io_backend;  // Written once by the worker; read after.
+  std::string io_note;
+  std::atomic<bool> io_made{false};
 };
+
+namespace {
+
+// The parker's block state for a worker with I/O in flight: its reactor.
+class ReactorWait final : public idle::ExternalWait {
+ public:
+  explicit ReactorWait(IoReactor* io) : io_(io) {}
+  bool Ready() const noexcept override { return io_->CompletionReady(); }
+  bool Block(int64_t until_ns) noexcept override {
+    return io_->WaitUntil(until_ns);
+  }
+  void Kick() noexcept override { io_->Wake(); }
+
+ private:
+  IoReactor* io_;
+};
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(
     const PoolOptions& options) {
@@ -204,7 +232,40 @@ void ThreadPool::Run(Worker& w, Job& job) {
   if (job.group != nullptr) job.group->Done();
 }
 
+absl::StatusOr<PoolIo> ThreadPool::Io() {
+  Worker* w = CurrentWorker();
+  if (w == nullptr) {
+    return absl::FailedPreconditionError(
+        "ThreadPool::Io() is for tasks running on the pool's workers");
+  }
+  if (!w->io_made.load(std::memory_order_relaxed) && w->io_error.ok()) {
+    absl::StatusOr<std::unique_ptr<IoReactor>> io =
+        MakeIoReactor(options_.io, &w->io_note);
+    if (!io.ok()) {
+      w->io_error = io.status();
+    } else {
+      w->io = *std::move(io);
+      w->io_backend = std::string(w->io->name());
+      w->io_wait = std::make_unique<ReactorWait>(w->io.get());
+      w->io_made.store(true, std::memory_order_release);
+    }
+  }
+  if (!w->io_error.ok()) return w->io_error;
+  return PoolIo(w->io.get(), &options_.on_exception, &w->exceptions);
+}
+
+bool ThreadPool::RunIo(Worker& w, bool reap_idle) {
+  if (w.io == nullptr || w.io->in_flight() == 0) return false;
+  if (!reap_idle && !w.io->CompletionReady()) return false;
+  const int ran = w.io->ReapCompletions();
+  if (ran <= 0) return false;
+  w.io_callbacks.store(w.io_callbacks.load(std::memory_order_relaxed) + ran,
+                       std::memory_order_relaxed);
+  return true;
+}
+
 bool ThreadPool::RunOne(Worker& w) {
+  if (RunIo(w, /*reap_idle=*/false)) return true;
   if (timers_.next_deadline() <= arch::MonotonicNowNs()) {
     timers_.PopDue(arch::MonotonicNowNs(), w.due);
     for (Task& t : w.due) w.local.Push(Job{std::move(t), nullptr});
@@ -219,7 +280,7 @@ bool ThreadPool::RunOne(Worker& w) {
       if (job) Bump(w.tasks_stolen);
     }
   }
-  if (!job) return false;
+  if (!job) return RunIo(w, /*reap_idle=*/true);
   Run(w, *job);
   return true;
 }
@@ -249,7 +310,9 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
   const bool poll =
       num_pollers_.fetch_add(1, std::memory_order_relaxed) < max_pollers_;
   if (!poll) num_pollers_.fetch_sub(1, std::memory_order_relaxed);
-  w.parker->Park(deadline, poll);
+  idle::ExternalWait* external =
+      w.io != nullptr && w.io->in_flight() != 0 ? w.io_wait.get() : nullptr;
+  w.parker->Park(deadline, poll, external);
   if (poll) num_pollers_.fetch_sub(1, std::memory_order_relaxed);
   retire();
   if (keeper) {
@@ -322,6 +385,11 @@ PoolStats ThreadPool::Stats() const {
     ws.tasks_run = w->tasks_run.load(std::memory_order_relaxed);
     ws.tasks_stolen = w->tasks_stolen.load(std::memory_order_relaxed);
     ws.exceptions = w->exceptions.load(std::memory_order_relaxed);
+    ws.io_callbacks = w->io_callbacks.load(std::memory_order_relaxed);
+    if (w->io_made.load(std::memory_order_acquire)) {
+      ws.io_backend = w->io_backend;
+      ws.io_note = w->io_note;
+    }
     stats.workers.push_back(std::move(ws));
   }
   return stats;

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "runtime/pool_io.h"
 #include "runtime/pool_options.h"
 #include "runtime/pool_stats.h"
 #include "runtime/task.h"
@@ -76,6 +77,12 @@ class ThreadPool {
   // affinity mask 0-1, no cgroup quota; hwloc 2.9.0 ...; pin none").
   const std::string& placement_note() const noexcept { return placement_note_; }
 
+  // The calling worker's I/O, its reactor made on first use with
+  // PoolOptions::io. FailedPrecondition off this pool's workers; the
+  // reactor's setup error if it cannot be made (io = uring without
+  // io_uring). Only on a worker, valid for the pool's life.
+  absl::StatusOr<PoolIo> Io();
+
   // A snapshot of every worker's statistics. Any thread.
   PoolStats Stats() const;
 
@@ -92,6 +99,9 @@ class ThreadPool {
   // queue, the shared queue, and other workers' queues.
   bool RunOne(Worker& w);
   void Run(Worker& w, Job& job);
+  // Runs ready I/O callbacks; true if any ran. `reap_idle` also asks the
+  // kernel when nothing is known to be ready (epoll's readiness).
+  bool RunIo(Worker& w, bool reap_idle);
   // One idle period: announce, re-check, park, retire.
   void IdleOnce(Worker& w, bool stop_ends_idle);
   bool HasWork() const noexcept;

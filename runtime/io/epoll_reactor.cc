@@ -1,0 +1,440 @@
+#include "runtime/io/epoll_reactor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <functional>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "arch/cycle_clock.h"
+
+namespace haltpool {
+namespace {
+
+constexpr int64_t kNsPerSecond = 1000000000;
+constexpr int64_t kNsPerMs = 1000000;
+
+// Records allocated at once when the free list runs dry; the list never
+// shrinks. A guess: a worker's usual number of operations in flight.
+constexpr size_t kSlabOps = 32;
+
+// Ready fds taken per epoll_wait; more are taken by the next call. A guess.
+constexpr int kMaxEvents = 64;
+
+// Timeouts the heap holds before it first allocates again.
+constexpr size_t kInitialTimers = 16;
+
+enum class OpKind : uint8_t {
+  kAccept,
+  kConnect,
+  kRecv,
+  kSend,
+  kRead,
+  kWrite,
+  kTimeout,
+};
+
+// -errno of the last failed call, with EWOULDBLOCK folded into EAGAIN.
+int LastError() { return errno == EWOULDBLOCK ? -EAGAIN : -errno; }
+
+// Puts `fd` into O_NONBLOCK mode if it is not: 0 or -errno.
+int SetNonBlocking(int fd) {
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0) return -errno;
+  if ((flags & O_NONBLOCK) != 0) return 0;
+  return fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ? -errno : 0;
+}
+
+}  // namespace
+
+struct EpollReactor::Op {
+  IoCallback cb;
+  Op* next = nullptr;  // Free list, an fd's waiters, or the ready list.
+  OpKind kind = OpKind::kTimeout;
+  int fd = -1;
+  int result = 0;
+  void* buf = nullptr;
+  size_t len = 0;
+};
+
+void EpollReactor::OpList::PushBack(Op* op) noexcept {
+  op->next = nullptr;
+  if (tail != nullptr) {
+    tail->next = op;
+  } else {
+    head = op;
+  }
+  tail = op;
+}
+
+EpollReactor::Op* EpollReactor::OpList::PopFront() noexcept {
+  Op* op = head;
+  if (op != nullptr) {
+    head = op->next;
+    if (head == nullptr) tail = nullptr;
+    op->next = nullptr;
+  }
+  return op;
+}
+
+absl::StatusOr<std::unique_ptr<EpollReactor>> EpollReactor::Create() {
+  std::unique_ptr<EpollReactor> r(new EpollReactor());
+  r->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (r->epoll_fd_ < 0) {
+    return absl::ErrnoToStatus(errno, "epoll_create1 failed");
+  }
+  r->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (r->wake_fd_ < 0) return absl::ErrnoToStatus(errno, "eventfd failed");
+  // Level-triggered: it stays ready until WaitUntil drains it.
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = r->wake_fd_;
+  if (epoll_ctl(r->epoll_fd_, EPOLL_CTL_ADD, r->wake_fd_, &ev) < 0) {
+    return absl::ErrnoToStatus(errno, "epoll_ctl(eventfd) failed");
+  }
+  r->timers_.reserve(kInitialTimers);
+  return r;
+}
+
+EpollReactor::~EpollReactor() {
+  if (wake_fd_ >= 0) close(wake_fd_);
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  // slabs_ destroys the callbacks of operations still in flight.
+}
+
+EpollReactor::Op* EpollReactor::NewOp(IoCallback cb) {
+  if (free_ == nullptr) {
+    auto slab = std::make_unique<Op[]>(kSlabOps);
+    for (size_t i = 0; i < kSlabOps; ++i) {
+      slab[i].next = free_;
+      free_ = &slab[i];
+    }
+    slabs_.push_back(std::move(slab));
+  }
+  Op* op = free_;
+  free_ = op->next;
+  op->next = nullptr;
+  op->cb = std::move(cb);
+  ++in_flight_;
+  return op;
+}
+
+void EpollReactor::Release(Op* op) noexcept {
+  op->cb = nullptr;
+  op->next = free_;
+  free_ = op;
+  --in_flight_;
+}
+
+void EpollReactor::Finish(Op* op, int result) noexcept {
+  op->result = result;
+  ready_.PushBack(op);
+}
+
+int EpollReactor::TryOp(const Op& op) noexcept {
+  ssize_t rc = -1;
+  switch (op.kind) {
+    case OpKind::kAccept:
+      do {
+        rc = accept4(op.fd, nullptr, nullptr, SOCK_CLOEXEC);
+      } while (rc < 0 && errno == EINTR);
+      break;
+    case OpKind::kRecv:
+      do {
+        rc = recv(op.fd, op.buf, op.len, MSG_DONTWAIT);
+      } while (rc < 0 && errno == EINTR);
+      break;
+    case OpKind::kSend:
+      do {
+        rc = send(op.fd, op.buf, op.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+      } while (rc < 0 && errno == EINTR);
+      break;
+    case OpKind::kConnect: {
+      // Retried only once epoll reported the connection settled.
+      int error = 0;
+      socklen_t len = sizeof(error);
+      if (getsockopt(op.fd, SOL_SOCKET, SO_ERROR, &error, &len) < 0) {
+        return -errno;
+      }
+      return -error;
+    }
+    default:
+      return -EINVAL;
+  }
+  return rc < 0 ? LastError() : static_cast<int>(rc);
+}
+
+EpollReactor::FdWaiters& EpollReactor::Waiters(int fd) {
+  if (static_cast<size_t>(fd) >= fds_.size()) fds_.resize(fd + 1);
+  return fds_[fd];
+}
+
+void EpollReactor::StartSocketOp(Op* op, bool write) noexcept {
+  if (op->fd < 0) {
+    Finish(op, -EBADF);
+    return;
+  }
+  FdWaiters& w = Waiters(op->fd);
+  // Behind earlier waiters: keep the order, do not overtake them.
+  if ((write ? w.writers : w.readers).empty()) {
+    const int result = TryOp(*op);
+    if (result != -EAGAIN) {
+      Finish(op, result);
+      return;
+    }
+  }
+  Park(op, write);
+}
+
+void EpollReactor::Park(Op* op, bool write) noexcept {
+  FdWaiters& w = Waiters(op->fd);
+  (write ? w.writers : w.readers).PushBack(op);
+  ++parked_;
+  const int error = Arm(op->fd, w);
+  if (error < 0) FailAll(w, error);
+}
+
+int EpollReactor::Arm(int fd, FdWaiters& w) noexcept {
+  const uint32_t want = (w.readers.empty() ? 0u : uint32_t{EPOLLIN}) |
+                        (w.writers.empty() ? 0u : uint32_t{EPOLLOUT});
+  if (want == 0 || (w.armed & want) == want) return 0;
+  epoll_event ev{};
+  ev.events = want | EPOLLONESHOT;
+  ev.data.fd = fd;
+  int op = w.registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+  if (epoll_ctl(epoll_fd_, op, fd, &ev) < 0) {
+    // The fd was closed and its number reused (ENOENT), or is still in the
+    // set from an earlier registration (EEXIST).
+    if (errno != ENOENT && errno != EEXIST) return -errno;
+    op = errno == ENOENT ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+    if (epoll_ctl(epoll_fd_, op, fd, &ev) < 0) return -errno;
+  }
+  w.registered = true;
+  w.armed = want;
+  return 0;
+}
+
+void EpollReactor::FailAll(FdWaiters& w, int result) noexcept {
+  for (OpList* list : {&w.readers, &w.writers}) {
+    while (Op* op = list->PopFront()) {
+      --parked_;
+      Finish(op, result);
+    }
+  }
+}
+
+void EpollReactor::Retry(OpList& list) noexcept {
+  while (!list.empty()) {
+    const int result = TryOp(*list.head);
+    if (result == -EAGAIN) return;
+    Op* op = list.PopFront();
+    --parked_;
+    Finish(op, result);
+  }
+}
+
+void EpollReactor::OnReady(int fd, uint32_t events) noexcept {
+  if (fd < 0 || static_cast<size_t>(fd) >= fds_.size()) return;
+  FdWaiters& w = fds_[fd];
+  w.armed = 0;  // EPOLLONESHOT disarmed the whole registration.
+  if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) Retry(w.readers);
+  if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) != 0) Retry(w.writers);
+  const int error = Arm(fd, w);
+  if (error < 0) FailAll(w, error);
+}
+
+bool EpollReactor::Poll(int64_t timeout_ns, bool take_wake) noexcept {
+  epoll_event events[kMaxEvents];
+  int n = -1;
+  bool done = false;
+  if (timeout_ns != 0 && have_pwait2_) {
+    timespec ts;
+    timespec* tsp = nullptr;
+    if (timeout_ns > 0) {
+      ts.tv_sec = timeout_ns / kNsPerSecond;
+      ts.tv_nsec = timeout_ns % kNsPerSecond;
+      tsp = &ts;
+    }
+    n = epoll_pwait2(epoll_fd_, events, kMaxEvents, tsp, nullptr);
+    if (n < 0 && errno == ENOSYS) {
+      have_pwait2_ = false;  // Before Linux 5.11, or under qemu-user.
+    } else {
+      done = true;
+    }
+  }
+  if (!done) {
+    // Milliseconds, rounded up: never earlier than asked.
+    const int ms = timeout_ns < 0
+                       ? -1
+                       : static_cast<int>(std::min<int64_t>(
+                             (timeout_ns + kNsPerMs - 1) / kNsPerMs, INT_MAX));
+    n = epoll_wait(epoll_fd_, events, kMaxEvents, ms);
+  }
+  bool woken = false;
+  for (int i = 0; i < n; ++i) {
+    const int fd = events[i].data.fd;
+    if (fd == wake_fd_) {
+      woken = true;
+      if (take_wake) {
+        uint64_t count;
+        while (read(wake_fd_, &count, sizeof(count)) < 0 && errno == EINTR) {
+        }
+      }
+      continue;
+    }
+    OnReady(fd, events[i].events);
+  }
+  return woken;
+}
+
+void EpollReactor::ExpireTimers(int64_t now_ns) noexcept {
+  while (!timers_.empty() && timers_.front().first <= now_ns) {
+    std::pop_heap(timers_.begin(), timers_.end(), std::greater<>());
+    Op* op = timers_.back().second;
+    timers_.pop_back();
+    Finish(op, 0);
+  }
+}
+
+void EpollReactor::Accept(int listen_fd, IoCallback cb) {
+  Op* op = NewOp(std::move(cb));
+  op->kind = OpKind::kAccept;
+  op->fd = listen_fd;
+  // accept4 must not block when another thread or process took the
+  // connection epoll reported.
+  const int error = SetNonBlocking(listen_fd);
+  if (error < 0) {
+    Finish(op, error);
+    return;
+  }
+  StartSocketOp(op, /*write=*/false);
+}
+
+void EpollReactor::Connect(int fd, const sockaddr* addr, socklen_t len,
+                           IoCallback cb) {
+  Op* op = NewOp(std::move(cb));
+  op->kind = OpKind::kConnect;
+  op->fd = fd;
+  if (addr == nullptr || len > sizeof(sockaddr_storage)) {
+    Finish(op, -EINVAL);
+    return;
+  }
+  const int error = SetNonBlocking(fd);
+  if (error < 0) {
+    Finish(op, error);
+    return;
+  }
+  if (connect(fd, addr, len) == 0) {
+    Finish(op, 0);
+  } else if (errno == EINPROGRESS || errno == EINTR) {
+    Park(op, /*write=*/true);  // EPOLLOUT when it settles; SO_ERROR says how.
+  } else {
+    Finish(op, -errno);
+  }
+}
+
+void EpollReactor::Recv(int fd, void* buf, size_t len, IoCallback cb) {
+  Op* op = NewOp(std::move(cb));
+  op->kind = OpKind::kRecv;
+  op->fd = fd;
+  op->buf = buf;
+  op->len = len;
+  StartSocketOp(op, /*write=*/false);
+}
+
+void EpollReactor::Send(int fd, const void* buf, size_t len, IoCallback cb) {
+  Op* op = NewOp(std::move(cb));
+  op->kind = OpKind::kSend;
+  op->fd = fd;
+  op->buf = const_cast<void*>(buf);
+  op->len = len;
+  StartSocketOp(op, /*write=*/true);
+}
+
+void EpollReactor::Read(int fd, void* buf, size_t len, int64_t offset,
+                        IoCallback cb) {
+  Op* op = NewOp(std::move(cb));
+  op->kind = OpKind::kRead;
+  ssize_t rc;
+  do {
+    rc = offset < 0 ? read(fd, buf, len) : pread(fd, buf, len, offset);
+  } while (rc < 0 && errno == EINTR);
+  Finish(op, rc < 0 ? -errno : static_cast<int>(rc));
+}
+
+void EpollReactor::Write(int fd, const void* buf, size_t len, int64_t offset,
+                         IoCallback cb) {
+  Op* op = NewOp(std::move(cb));
+  op->kind = OpKind::kWrite;
+  ssize_t rc;
+  do {
+    rc = offset < 0 ? write(fd, buf, len) : pwrite(fd, buf, len, offset);
+  } while (rc < 0 && errno == EINTR);
+  Finish(op, rc < 0 ? -errno : static_cast<int>(rc));
+}
+
+void EpollReactor::Timeout(int64_t duration_ns, IoCallback cb) {
+  Op* op = NewOp(std::move(cb));
+  op->kind = OpKind::kTimeout;
+  const int64_t now = arch::MonotonicNowNs();
+  const int64_t deadline = duration_ns <= 0 ? now
+                           : duration_ns > arch::kNoDeadline - now
+                               ? arch::kNoDeadline
+                               : now + duration_ns;
+  timers_.emplace_back(deadline, op);
+  std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
+}
+
+int EpollReactor::ReapCompletions() noexcept {
+  if (parked_ > 0) Poll(0, /*take_wake=*/false);
+  if (!timers_.empty()) ExpireTimers(arch::MonotonicNowNs());
+  // Only what completed so far: operations that callbacks start and that
+  // finish at once run in the next call.
+  OpList batch = ready_;
+  ready_ = OpList();
+  int ran = 0;
+  while (Op* op = batch.PopFront()) {
+    const int result = op->result;
+    IoCallback cb = std::move(op->cb);
+    Release(op);
+    if (cb) cb(result);
+    ++ran;
+  }
+  return ran;
+}
+
+bool EpollReactor::CompletionReady() const noexcept {
+  return !ready_.empty() ||
+         (!timers_.empty() && timers_.front().first <= arch::MonotonicNowNs());
+}
+
+bool EpollReactor::WaitUntil(int64_t deadline_ns) noexcept {
+  for (;;) {
+    if (!ready_.empty()) return true;
+    const int64_t now = arch::MonotonicNowNs();
+    int64_t until = deadline_ns;
+    if (!timers_.empty()) {
+      if (timers_.front().first <= now) return true;
+      until = std::min(until, timers_.front().first);
+    }
+    if (deadline_ns != arch::kNoDeadline && now >= deadline_ns) return false;
+    const int64_t timeout_ns = until == arch::kNoDeadline ? -1 : until - now;
+    if (Poll(timeout_ns, /*take_wake=*/true)) return true;
+    // Else: fds became ready (the loop looks for completions), a timer or
+    // the deadline came, a spurious readiness, or a signal.
+  }
+}
+
+void EpollReactor::Wake() noexcept {
+  const uint64_t one = 1;
+  while (write(wake_fd_, &one, sizeof(one)) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace haltpool

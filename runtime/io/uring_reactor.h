@@ -1,0 +1,110 @@
+// The io_uring backend of IoReactor (liburing). Each operation is one SQE
+// whose user_data points at an operation record holding the callback; the
+// records live on a free list, so a steady state allocates nothing. SQEs are
+// queued by the Start methods and sent to the kernel by ReapCompletions() or
+// WaitUntil() (or at once when the submission queue is full, so no operation
+// is ever dropped). Wake() writes an eventfd that an IORING_OP_POLL_ADD on the
+// ring watches, so it ends io_uring_submit_and_wait_timeout.
+
+#ifndef HALTPOOL_RUNTIME_IO_URING_REACTOR_H_
+#define HALTPOOL_RUNTIME_IO_URING_REACTOR_H_
+
+#include <liburing.h>
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "runtime/io/io_reactor.h"
+
+namespace haltpool {
+
+class UringReactor final : public IoReactor {
+ public:
+  // Sets up a ring of `options.entries` SQEs and the eventfd for Wake(), and
+  // checks that the kernel has every opcode used (Linux 5.6 or later).
+  // Errors, with messages naming the call and the errno text ("io_uring_setup
+  // failed: Function not implemented"): kUnimplemented for ENOSYS (no
+  // io_uring: an old kernel, qemu-user) or a missing opcode;
+  // kPermissionDenied for EPERM or EACCES (seccomp, io_uring_disabled);
+  // absl::ErrnoToStatus's code otherwise (ENOMEM: RLIMIT_MEMLOCK on kernels
+  // before 5.12). Setup: any thread, a few system calls.
+  static absl::StatusOr<std::unique_ptr<UringReactor>> Create(
+      const IoReactorOptions& options);
+
+  // Cancels what is in flight and waits (up to a few seconds) for the kernel
+  // to finish with it; see io_reactor.h. Owner only.
+  ~UringReactor() override;
+
+  UringReactor(const UringReactor&) = delete;
+  UringReactor& operator=(const UringReactor&) = delete;
+
+  // IoReactor, with the contracts in io_reactor.h.
+  absl::string_view name() const override { return "io_uring"; }
+  void Accept(int listen_fd, IoCallback cb) override;
+  void Connect(int fd, const sockaddr* addr, socklen_t len,
+               IoCallback cb) override;
+  void Recv(int fd, void* buf, size_t len, IoCallback cb) override;
+  void Send(int fd, const void* buf, size_t len, IoCallback cb) override;
+  void Read(int fd, void* buf, size_t len, int64_t offset,
+            IoCallback cb) override;
+  void Write(int fd, const void* buf, size_t len, int64_t offset,
+             IoCallback cb) override;
+  void Timeout(int64_t duration_ns, IoCallback cb) override;
+  size_t in_flight() const override { return in_flight_; }
+  int ReapCompletions() noexcept override;
+  bool CompletionReady() const noexcept override;
+  bool WaitUntil(int64_t deadline_ns) noexcept override;
+  void Wake() noexcept override;
+
+  // The submission and completion queue sizes the kernel granted. Any
+  // thread; no system call.
+  unsigned sq_entries() const noexcept { return ring_.sq.ring_entries; }
+  unsigned cq_entries() const noexcept { return ring_.cq.ring_entries; }
+
+ private:
+  struct Op;
+
+  UringReactor() = default;
+
+  // A record for a new operation of `cb`, counted in flight.
+  Op* NewOp(IoCallback cb);
+  // Queues `op` as an SQE, or on the backlog if the SQ stays full.
+  void Push(Op* op) noexcept;
+  // Fills `sqe` for `op`.
+  void Prep(io_uring_sqe* sqe, Op* op) noexcept;
+  // An SQE, submitting once to make room if the SQ is full; null if even
+  // that found no room.
+  io_uring_sqe* GetSqe() noexcept;
+  // Moves backlogged operations into the SQ and arms the wake poll if due.
+  void FlushBacklog() noexcept;
+  // One io_uring_submit if SQEs are queued.
+  void SubmitPending() noexcept;
+  // Takes wake CQEs at the head of the completion ring.
+  void TakeWakeCqes() noexcept;
+  // Runs the callback of a completed `op` and recycles the record.
+  void Complete(Op* op, int result) noexcept;
+  // Recycles `op` and destroys its callback without running it.
+  void Drop(Op* op) noexcept;
+  // The destructor's part: stops every operation and waits for the kernel.
+  void CancelAll() noexcept;
+
+  io_uring ring_{};
+  bool ring_ready_ = false;
+  int wake_fd_ = -1;
+  bool wake_armed_ = false;    // A POLL_ADD on wake_fd_ is queued or in flight.
+  bool wake_pending_ = false;  // Its CQE came; WaitUntil has not taken it.
+  size_t in_flight_ = 0;
+  Op* free_ = nullptr;
+  Op* backlog_head_ = nullptr;  // Started, not yet in the SQ (it was full).
+  Op* backlog_tail_ = nullptr;
+  std::vector<std::unique_ptr<Op[]>> slabs_;
+};
+
+}  // namespace haltpool
+
+#endif  // HALTPOOL_RUNTIME_IO_URING_REACTOR_H_
