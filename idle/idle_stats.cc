@@ -13,14 +13,18 @@ void IdleCounters::Account(int state, int64_t residency_ns, IdleExit exit,
   Bump(s.time_ns, static_cast<uint64_t>(residency_ns));
   if (state == kPollState && exit == IdleExit::kTimeout) Bump(poll_timeouts_);
 
+  // As cpuidle_enter_state(): a stay shorter than the state's own target
+  // residency is "above" when a shallower state exists (and nothing for the
+  // shallowest); otherwise "below" when the next deeper state's target
+  // residency fits in it, its exit latency taken off.
   const IdleState& entered = states[state];
-  if (state > 0 && residency_ns < entered.target_residency_ns) {
-    Bump(s.above);  // A shallower state existed and would have done.
+  if (residency_ns < entered.target_residency_ns) {
+    if (state > 0) Bump(s.above);
   } else if (residency_ns > entered.exit_latency_ns &&
              state + 1 < kStateCount &&
              residency_ns - entered.exit_latency_ns >=
                  states[state + 1].target_residency_ns) {
-    Bump(s.below);  // The next deeper state would have paid off.
+    Bump(s.below);
   }
 }
 
@@ -34,6 +38,34 @@ void IdleCounters::Snapshot(IdleStats& out) const noexcept {
   }
   out.poll_timeouts = poll_timeouts_.load(std::memory_order_relaxed);
   out.window_ns = window_ns_.load(std::memory_order_relaxed);
+}
+
+std::string JsonString(absl::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          absl::StrAppend(&out, absl::StrFormat("\\u%04x", c));
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+  return out;
 }
 
 std::string FormatCpupower(const IdleStats& st) {
@@ -69,20 +101,20 @@ std::string FormatCpupower(const IdleStats& st) {
 
 std::string FormatJson(const IdleStats& st) {
   std::string out = absl::StrFormat(
-      "{\"label\":\"%s\",\"driver\":\"%s\",\"governor\":\"%s\",\"wait\":\"%s\","
+      "{\"label\":%s,\"driver\":%s,\"governor\":%s,\"wait\":%s,"
       "\"window_ns\":%d,\"poll_timeouts\":%u,\"states\":[",
-      st.label, st.driver, st.governor, st.wait, st.window_ns,
-      st.poll_timeouts);
+      JsonString(st.label), JsonString(st.driver), JsonString(st.governor),
+      JsonString(st.wait), st.window_ns, st.poll_timeouts);
   for (int i = 0; i < kStateCount; ++i) {
     const IdleState& s = st.states[i];
     const StateStats& c = st.per_state[i];
     absl::StrAppend(
         &out, i ? "," : "",
         absl::StrFormat(
-            "{\"name\":\"%s\",\"exit_latency_ns\":%d,"
+            "{\"name\":%s,\"exit_latency_ns\":%d,"
             "\"target_residency_ns\":%d,\"polling\":%s,"
             "\"usage\":%u,\"time_ns\":%u,\"above\":%u,\"below\":%u}",
-            s.name, s.exit_latency_ns, s.target_residency_ns,
+            JsonString(s.name), s.exit_latency_ns, s.target_residency_ns,
             s.polling ? "true" : "false", c.usage, c.time_ns, c.above,
             c.below));
   }

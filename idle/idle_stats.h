@@ -82,6 +82,9 @@ class IdleCounters {
 // by poll timeouts, the window and the wakes.
 std::string FormatCpupower(const IdleStats& stats);
 
+// `s` as a JSON string literal, quotes included, with escapes.
+std::string JsonString(absl::string_view s);
+
 // One JSON object with every field of `stats` (durations in nanoseconds).
 std::string FormatJson(const IdleStats& stats);
 

@@ -168,9 +168,16 @@ IdleResult Parker::Park(int64_t deadline_ns, bool allow_poll,
   }
   const IdleDevice dev{governor_.get(), &states_, counters_.get(),
                        &RealClock()};
-  const IdleResult result = RunIdle(
-      dev, deadline_ns, [this](int64_t until) { return Poll(until); },
-      [this](int64_t until) { return Block(until); });
+  const IdleResult result =
+      external == nullptr
+          ? RunIdle(
+                dev, deadline_ns, [this](int64_t until) { return Poll(until); },
+                [this](int64_t until) { return Block(until); }, allow_poll)
+          : RunIdle(
+                dev, deadline_ns,
+                [&](int64_t until) { return PollWith(*external, until); },
+                [&](int64_t until) { return BlockIn(*external, until); },
+                allow_poll);
   if (result == IdleResult::kWoken) return result;
   // Timed out, possibly while polling: put the word back to kEmpty so later
   // wakers do not count a poll that is over. A wake that raced is taken.

@@ -34,9 +34,9 @@ std::string FormatPoolStatsJson(const PoolStats& stats) {
         absl::StrFormat(
             "{\"index\":%d,\"cpu\":%d,\"numa_node\":%d,"
             "\"tasks_run\":%u,\"tasks_stolen\":%u,\"exceptions\":%u,"
-            "\"io_backend\":\"%s\",\"io_callbacks\":%u,\"idle\":%s}",
+            "\"io_backend\":%s,\"io_callbacks\":%u,\"idle\":%s}",
             w.index, w.cpu, w.numa_node, w.tasks_run, w.tasks_stolen,
-            w.exceptions, w.io_backend, w.io_callbacks,
+            w.exceptions, idle::JsonString(w.io_backend), w.io_callbacks,
             idle::FormatJson(w.idle)));
   }
   absl::StrAppend(&out, "]}");
