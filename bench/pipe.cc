@@ -24,7 +24,7 @@
 #include "arch/cycle_clock.h"
 #include "bench/endpoint.h"
 #include "bench/pipe_args.h"
-#include "runtime/idle_config.h"
+#include "runtime/config.h"
 
 namespace haltpool::bench {
 namespace {
@@ -116,7 +116,7 @@ void RunSide(int side, const PipeArgs& args, const Links& links,
   }
 }
 
-int Run(const PipeArgs& args, const IdleConfig& config) {
+int Run(const PipeArgs& args, const Config& config) {
   Links links{args.transport, {}, {}};
   if (args.transport == Transport::kPipe) {
     absl::StatusOr<PipeLink> p = OpenPipeLink();
@@ -146,9 +146,9 @@ int Run(const PipeArgs& args, const IdleConfig& config) {
   const int64_t start = arch::MonotonicNowNs();
   if (args.threaded) {
     std::thread t0(
-        [&] { RunSide(kEchoSide, args, links, config.options, results[0]); });
+        [&] { RunSide(kEchoSide, args, links, config.pool.idle, results[0]); });
     std::thread t1([&] {
-      RunSide(kInitiatorSide, args, links, config.options, results[1]);
+      RunSide(kInitiatorSide, args, links, config.pool.idle, results[1]);
     });
     t0.join();
     t1.join();
@@ -161,7 +161,7 @@ int Run(const PipeArgs& args, const IdleConfig& config) {
         return 1;
       }
       if (pids[side] == 0) {
-        RunSide(side, args, links, config.options, results[side]);
+        RunSide(side, args, links, config.pool.idle, results[side]);
         _exit(results[side].failed ? 1 : 0);
       }
     }
@@ -206,7 +206,7 @@ int Run(const PipeArgs& args, const IdleConfig& config) {
   }
   printf("# haltpool: transport=%s governor=%s\n",
          args.transport == Transport::kPipe ? "pipe" : "parker",
-         config.options.governor.c_str());
+         config.pool.idle.governor.c_str());
   if (args.stats != StatsFormat::kNone) {
     printf("\n%s%s%s", results[0].text,
            args.stats == StatsFormat::kText ? "\n" : "", results[1].text);
@@ -231,12 +231,11 @@ int main(int argc, char** argv) {
     printf("%s", PipeUsage().c_str());
     return 0;
   }
-  const haltpool::IdleConfig config =
-      haltpool::IdleConfigFromEnvironmentOrExit();
+  const haltpool::Config config = haltpool::ConfigFromEnvironmentOrExit();
   // Fail before any work if the wait mechanism cannot run here.
   haltpool::idle::WakeWord probe;
   if (absl::StatusOr<haltpool::idle::Parker> p =
-          haltpool::idle::Parker::Create(probe, config.options);
+          haltpool::idle::Parker::Create(probe, config.pool.idle);
       !p.ok()) {
     fprintf(stderr, "haltpool: %s\n",
             std::string(p.status().message()).c_str());

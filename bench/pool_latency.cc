@@ -27,7 +27,7 @@
 #include "arch/cpu_wait.h"
 #include "arch/cycle_clock.h"
 #include "bench/condvar_pool.h"
-#include "runtime/idle_config.h"
+#include "runtime/config.h"
 #include "runtime/thread_pool.h"
 #include "tbb/task_arena.h"
 
@@ -124,15 +124,16 @@ int main(int argc, char** argv) {
     }
   }
   // The default governor comes from the environment like any haltpool user.
-  const IdleConfig config = IdleConfigFromEnvironmentOrExit();
+  const Config config = ConfigFromEnvironmentOrExit();
   std::vector<Contender> contenders;
   auto haltpool_with = [&](std::string governor) {
     return [&, governor](std::function<void(const SubmitFn&)> body) {
-      PoolOptions o;
+      PoolOptions o = config.pool;
       o.workers = workers;
-      o.idle = config.options;
       if (!governor.empty()) o.idle.governor = governor;
-      auto pool = ThreadPool::Create(o);
+      // The environment was applied once, above; each contender sets its own
+      // governor on top of it.
+      auto pool = ThreadPool::Create(o, MapEnvironment());
       if (!pool.ok()) {
         fprintf(stderr, "haltpool: %s\n",
                 std::string(pool.status().message()).c_str());
@@ -143,10 +144,10 @@ int main(int argc, char** argv) {
     };
   };
   contenders.push_back(
-      {absl::StrCat("haltpool default (", config.options.governor, ")"),
+      {absl::StrCat("haltpool default (", config.pool.idle.governor, ")"),
        haltpool_with("")});
   for (const char* g : {"haltpoll", "poll", "block", "fixed"}) {
-    if (g != config.options.governor) {
+    if (g != config.pool.idle.governor) {
       contenders.push_back({absl::StrCat("haltpool ", g), haltpool_with(g)});
     }
   }

@@ -11,6 +11,7 @@
 #include "arch/cycle_clock.h"
 #include "idle/external_wait.h"
 #include "idle/parker.h"
+#include "runtime/config.h"
 #include "runtime/cpu_quota.h"
 #include "runtime/topology.h"
 
@@ -79,7 +80,11 @@ class ReactorWait final : public idle::ExternalWait {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(
-    const PoolOptions& options) {
+    const PoolOptions& code_options, const Environment& env) {
+  absl::StatusOr<Config> config = ResolveConfig(code_options, env);
+  if (!config.ok()) return config.status();
+  if (config->display_env) fputs(DisplayEnv(*config).c_str(), stderr);
+  const PoolOptions& options = config->pool;
   if (options.workers < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("workers = ", options.workers,

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "runtime/environment.h"
 #include "runtime/pool_io.h"
 #include "runtime/pool_options.h"
 #include "runtime/pool_stats.h"
@@ -35,10 +36,14 @@ namespace haltpool {
 
 class ThreadPool {
  public:
-  // Starts the workers. Fails with InvalidArgument if an option is out of
-  // range, FailedPrecondition if the wait mechanism cannot run here.
+  // Starts the workers with `options`, overridden by any HALTPOOL_*
+  // variable set in `env` (the environment has the last word). Fails with
+  // InvalidArgument naming the bad option or variable, FailedPrecondition if
+  // the wait mechanism cannot run here. With HALTPOOL_DISPLAY_ENV=1, prints
+  // the resolved configuration to stderr.
   static absl::StatusOr<std::unique_ptr<ThreadPool>> Create(
-      const PoolOptions& options = {});
+      const PoolOptions& options = {},
+      const Environment& env = ProcessEnvironment());
 
   // Shuts down (see Shutdown).
   ~ThreadPool();

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "runtime/idle_config.h"
+#include "runtime/config.h"
 
 namespace haltpool {
 namespace {

@@ -1,20 +1,21 @@
-// The idle policy from code and the environment: the HALTPOOL_* variables.
+// haltpool's configuration from code and the environment: the HALTPOOL_*
+// variables, for the pool and for the idle policy of its workers.
 //
 // Defaults come first, code options override them, and the environment has
 // the last word, so an operator can retune a running service without a
 // rebuild. Parsing is strict: a bad value is an error naming the variable,
 // the value and what is accepted. The table of variables lives in
-// idle_config.cc and is the only list of them.
+// config.cc and is the only list of them.
 
-#ifndef HALTPOOL_RUNTIME_IDLE_CONFIG_H_
-#define HALTPOOL_RUNTIME_IDLE_CONFIG_H_
+#ifndef HALTPOOL_RUNTIME_CONFIG_H_
+#define HALTPOOL_RUNTIME_CONFIG_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "idle/idle_options.h"
 #include "runtime/environment.h"
+#include "runtime/pool_options.h"
 
 namespace haltpool {
 
@@ -30,9 +31,9 @@ struct ResolvedVariable {
   ValueSource source;
 };
 
-struct IdleConfig {
-  idle::IdleOptions options;                // What the idle layer gets.
-  bool display_env = false;                 // HALTPOOL_DISPLAY_ENV.
+struct Config {
+  PoolOptions pool;          // The pool's options, idle policy included.
+  bool display_env = false;  // HALTPOOL_DISPLAY_ENV.
   std::vector<ResolvedVariable> variables;  // Every variable, in table order.
 };
 
@@ -46,22 +47,22 @@ struct VariableDoc {
 // Every HALTPOOL_* variable the runtime reads, with default and meaning.
 std::vector<VariableDoc> DocumentedVariables();
 
-// Resolves `code` (fields that differ from IdleOptions{} count as set by
+// Resolves `code` (fields that differ from PoolOptions{} count as set by
 // code) under `env`. Fails with InvalidArgument on the first bad variable
 // ("HALTPOOL_POLL_NS='5x': unknown unit 'x'; accepted: ..."), on a
 // HALTPOOL_* variable that is not in the table, or on a bad code value.
-absl::StatusOr<IdleConfig> ResolveIdleConfig(const idle::IdleOptions& code,
-                                             const Environment& env);
+absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
+                                     const Environment& env);
 
 // The resolved values and their sources, framed as OMP_DISPLAY_ENV frames
 // its output.
-std::string DisplayEnv(const IdleConfig& config);
+std::string DisplayEnv(const Config& config);
 
 // For programs: resolves from the process environment; on error prints
 // "haltpool: <message>" to stderr and exits with status 2 before any work;
 // with HALTPOOL_DISPLAY_ENV set, prints DisplayEnv() to stderr.
-IdleConfig IdleConfigFromEnvironmentOrExit(const idle::IdleOptions& code = {});
+Config ConfigFromEnvironmentOrExit(const PoolOptions& code = {});
 
 }  // namespace haltpool
 
-#endif  // HALTPOOL_RUNTIME_IDLE_CONFIG_H_
+#endif  // HALTPOOL_RUNTIME_CONFIG_H_

@@ -1,4 +1,4 @@
-#include "runtime/idle_config.h"
+#include "runtime/config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,15 +15,16 @@
 namespace haltpool {
 namespace {
 
-using idle::IdleOptions;
+// More workers or pollers than this is a typo, not a machine.
+constexpr int64_t kMaxWorkers = 4096;
 
 // A variable: how to apply a value to the config, and how to spell the
 // config's current value. The table below is the single list of variables.
 struct Variable {
   absl::string_view name;
   absl::string_view meaning;
-  std::function<absl::Status(absl::string_view, IdleConfig&)> apply;
-  std::function<std::string(const IdleConfig&)> format;
+  std::function<absl::Status(absl::string_view, Config&)> apply;
+  std::function<std::string(const Config&)> format;
 };
 
 absl::Status SetDuration(absl::string_view text, int64_t max, int64_t& field) {
@@ -46,76 +47,75 @@ const std::vector<Variable>& Variables() {
       {"HALTPOOL_GOVERNOR",
        "the idle governor: haltpoll (adaptive window, the kernel's), poll "
        "(never blocks), block (never polls), fixed (HALTPOOL_FIXED_POLL_NS)",
-       [](absl::string_view v, IdleConfig& c) {
+       [](absl::string_view v, Config& c) {
          if (!idle::IsGovernorName(v)) {
            return absl::InvalidArgumentError(
                absl::StrCat(v.empty() ? "empty" : "unknown governor",
                             "; accepted: ", idle::GovernorNames()));
          }
-         c.options.governor = std::string(v);
+         c.pool.idle.governor = std::string(v);
          return absl::OkStatus();
        },
-       [](const IdleConfig& c) { return c.options.governor; }},
+       [](const Config& c) { return c.pool.idle.governor; }},
       {"HALTPOOL_POLL_NS",
        "haltpoll: the poll window's cap, as guest_halt_poll_ns",
-       [](absl::string_view v, IdleConfig& c) {
-         return SetDuration(v, idle::kMaxWindowNs, c.options.haltpoll.poll_ns);
+       [](absl::string_view v, Config& c) {
+         return SetDuration(v, idle::kMaxWindowNs,
+                            c.pool.idle.haltpoll.poll_ns);
        },
-       [](const IdleConfig& c) {
-         return FormatDurationNs(c.options.haltpoll.poll_ns);
+       [](const Config& c) {
+         return FormatDurationNs(c.pool.idle.haltpoll.poll_ns);
        }},
       {"HALTPOOL_POLL_GROW",
        "haltpoll: factor the window grows by, as guest_halt_poll_grow",
-       [](absl::string_view v, IdleConfig& c) {
+       [](absl::string_view v, Config& c) {
          return SetInteger(v, idle::kMinGrow, idle::kMaxFactor,
-                           c.options.haltpoll.grow);
+                           c.pool.idle.haltpoll.grow);
        },
-       [](const IdleConfig& c) {
-         return absl::StrCat(c.options.haltpoll.grow);
-       }},
+       [](const Config& c) { return absl::StrCat(c.pool.idle.haltpoll.grow); }},
       {"HALTPOOL_POLL_GROW_START",
        "haltpoll: the first non-zero window, as guest_halt_poll_grow_start",
-       [](absl::string_view v, IdleConfig& c) {
+       [](absl::string_view v, Config& c) {
          return SetDuration(v, idle::kMaxWindowNs,
-                            c.options.haltpoll.grow_start);
+                            c.pool.idle.haltpoll.grow_start);
        },
-       [](const IdleConfig& c) {
-         return FormatDurationNs(c.options.haltpoll.grow_start);
+       [](const Config& c) {
+         return FormatDurationNs(c.pool.idle.haltpoll.grow_start);
        }},
       {"HALTPOOL_POLL_SHRINK",
        "haltpoll: divisor the window shrinks by (0 resets it), as "
        "guest_halt_poll_shrink",
-       [](absl::string_view v, IdleConfig& c) {
-         return SetInteger(v, 0, idle::kMaxFactor, c.options.haltpoll.shrink);
+       [](absl::string_view v, Config& c) {
+         return SetInteger(v, 0, idle::kMaxFactor, c.pool.idle.haltpoll.shrink);
        },
-       [](const IdleConfig& c) {
-         return absl::StrCat(c.options.haltpoll.shrink);
+       [](const Config& c) {
+         return absl::StrCat(c.pool.idle.haltpoll.shrink);
        }},
       {"HALTPOOL_POLL_ALLOW_SHRINK",
        "haltpoll: whether long blocks shrink the window, as "
        "guest_halt_poll_allow_shrink",
-       [](absl::string_view v, IdleConfig& c) {
+       [](absl::string_view v, Config& c) {
          absl::StatusOr<bool> b = ParseBool(v);
          if (!b.ok()) return b.status();
-         c.options.haltpoll.allow_shrink = *b;
+         c.pool.idle.haltpoll.allow_shrink = *b;
          return absl::OkStatus();
        },
-       [](const IdleConfig& c) {
-         return std::string(c.options.haltpoll.allow_shrink ? "1" : "0");
+       [](const Config& c) {
+         return std::string(c.pool.idle.haltpoll.allow_shrink ? "1" : "0");
        }},
       {"HALTPOOL_FIXED_POLL_NS", "fixed: the constant poll window",
-       [](absl::string_view v, IdleConfig& c) {
-         return SetDuration(v, idle::kMaxWindowNs, c.options.fixed_poll_ns);
+       [](absl::string_view v, Config& c) {
+         return SetDuration(v, idle::kMaxWindowNs, c.pool.idle.fixed_poll_ns);
        },
-       [](const IdleConfig& c) {
-         return FormatDurationNs(c.options.fixed_poll_ns);
+       [](const Config& c) {
+         return FormatDurationNs(c.pool.idle.fixed_poll_ns);
        }},
       {"HALTPOOL_WAIT",
        "the poll state's wait instruction: auto picks the best the CPU has; "
        "forcing one it lacks is an error at start-up",
-       [](absl::string_view v, IdleConfig& c) -> absl::Status {
+       [](absl::string_view v, Config& c) -> absl::Status {
          if (v == "auto") {
-           c.options.wait.reset();
+           c.pool.idle.wait.reset();
            return absl::OkStatus();
          }
          absl::StatusOr<arch::WaitMechanism> m = arch::ParseWaitMechanism(v);
@@ -124,26 +124,82 @@ const std::vector<Variable>& Variables() {
                absl::StrCat(v.empty() ? "empty" : "unknown wait mechanism",
                             "; accepted: auto|", arch::WaitMechanismNames()));
          }
-         c.options.wait = *m;
+         c.pool.idle.wait = *m;
          return absl::OkStatus();
        },
-       [](const IdleConfig& c) {
-         return c.options.wait
-                    ? std::string(arch::WaitMechanismName(*c.options.wait))
+       [](const Config& c) {
+         return c.pool.idle.wait
+                    ? std::string(arch::WaitMechanismName(*c.pool.idle.wait))
                     : std::string("auto");
+       }},
+      {"HALTPOOL_WORKERS",
+       "workers in a pool; 0: one per CPU the process may use (its affinity "
+       "mask, capped by a cgroup cpu.max quota)",
+       [](absl::string_view v, Config& c) {
+         int64_t n = 0;
+         absl::Status s = SetInteger(v, 0, kMaxWorkers, n);
+         c.pool.workers = static_cast<int>(n);
+         return s;
+       },
+       [](const Config& c) { return absl::StrCat(c.pool.workers); }},
+      {"HALTPOOL_MAX_POLLERS",
+       "idle workers that may poll at once; 0: half the workers, at least one",
+       [](absl::string_view v, Config& c) {
+         int64_t n = 0;
+         absl::Status s = SetInteger(v, 0, kMaxWorkers, n);
+         c.pool.max_pollers = static_cast<int>(n);
+         return s;
+       },
+       [](const Config& c) { return absl::StrCat(c.pool.max_pollers); }},
+      {"HALTPOOL_PIN",
+       "worker pinning: none, core (a physical core each, cores before SMT "
+       "siblings), pu (a hardware thread each)",
+       [](absl::string_view v, Config& c) -> absl::Status {
+         absl::StatusOr<PinMode> m = ParsePinMode(v);
+         if (!m.ok()) {
+           return absl::InvalidArgumentError(
+               absl::StrCat(v.empty() ? "empty" : "unknown pin mode",
+                            "; accepted: ", PinModeNames()));
+         }
+         c.pool.pin = *m;
+         return absl::OkStatus();
+       },
+       [](const Config& c) { return std::string(PinModeName(c.pool.pin)); }},
+      {"HALTPOOL_IO",
+       "the I/O backend: auto (io_uring, else epoll where io_uring is "
+       "missing or refused), uring, epoll",
+       [](absl::string_view v, Config& c) -> absl::Status {
+         absl::StatusOr<IoBackend> b = ParseIoBackend(v);
+         if (!b.ok()) {
+           return absl::InvalidArgumentError(
+               absl::StrCat(v.empty() ? "empty" : "unknown I/O backend",
+                            "; accepted: ", IoBackendNames()));
+         }
+         c.pool.io = *b;
+         return absl::OkStatus();
+       },
+       [](const Config& c) { return std::string(IoBackendName(c.pool.io)); }},
+      {"HALTPOOL_STATS",
+       "1 prints every worker's statistics to stderr when a pool shuts down",
+       [](absl::string_view v, Config& c) {
+         absl::StatusOr<bool> b = ParseBool(v);
+         if (!b.ok()) return b.status();
+         c.pool.print_stats = *b;
+         return absl::OkStatus();
+       },
+       [](const Config& c) {
+         return std::string(c.pool.print_stats ? "1" : "0");
        }},
       {"HALTPOOL_DISPLAY_ENV",
        "1 prints the resolved configuration and each value's source to "
        "stderr at start-up, as OMP_DISPLAY_ENV",
-       [](absl::string_view v, IdleConfig& c) {
+       [](absl::string_view v, Config& c) {
          absl::StatusOr<bool> b = ParseBool(v);
          if (!b.ok()) return b.status();
          c.display_env = *b;
          return absl::OkStatus();
        },
-       [](const IdleConfig& c) {
-         return std::string(c.display_env ? "1" : "0");
-       }},
+       [](const Config& c) { return std::string(c.display_env ? "1" : "0"); }},
   };
   return *kVariables;
 }
@@ -169,7 +225,7 @@ absl::string_view ValueSourceName(ValueSource source) {
 }
 
 std::vector<VariableDoc> DocumentedVariables() {
-  const IdleConfig defaults;
+  const Config defaults;
   std::vector<VariableDoc> docs;
   for (const Variable& v : Variables()) {
     docs.push_back({v.name, v.format(defaults), v.meaning});
@@ -177,9 +233,9 @@ std::vector<VariableDoc> DocumentedVariables() {
   return docs;
 }
 
-absl::StatusOr<IdleConfig> ResolveIdleConfig(const IdleOptions& code,
-                                             const Environment& env) {
-  if (absl::Status s = idle::ValidateIdleOptions(code); !s.ok()) {
+absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
+                                     const Environment& env) {
+  if (absl::Status s = idle::ValidateIdleOptions(code.idle); !s.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("invalid option from code: ", s.message()));
   }
@@ -192,9 +248,9 @@ absl::StatusOr<IdleConfig> ResolveIdleConfig(const IdleOptions& code,
                        "': not a haltpool variable; known: ", KnownNames()));
     }
   }
-  const IdleConfig defaults;
-  IdleConfig config;
-  config.options = code;
+  const Config defaults;
+  Config config;
+  config.pool = code;
   for (const Variable& v : Variables()) {
     ValueSource source = v.format(config) == v.format(defaults)
                              ? ValueSource::kDefault
@@ -214,7 +270,7 @@ absl::StatusOr<IdleConfig> ResolveIdleConfig(const IdleOptions& code,
   return config;
 }
 
-std::string DisplayEnv(const IdleConfig& config) {
+std::string DisplayEnv(const Config& config) {
   std::string out = "HALTPOOL DISPLAY ENVIRONMENT BEGIN\n";
   for (const ResolvedVariable& v : config.variables) {
     absl::StrAppend(&out, "  ", v.name, " = '", v.value, "'  [",
@@ -224,9 +280,8 @@ std::string DisplayEnv(const IdleConfig& config) {
   return out;
 }
 
-IdleConfig IdleConfigFromEnvironmentOrExit(const IdleOptions& code) {
-  absl::StatusOr<IdleConfig> config =
-      ResolveIdleConfig(code, ProcessEnvironment());
+Config ConfigFromEnvironmentOrExit(const PoolOptions& code) {
+  absl::StatusOr<Config> config = ResolveConfig(code, ProcessEnvironment());
   if (!config.ok()) {
     fprintf(stderr, "haltpool: %s\n",
             std::string(config.status().message()).c_str());
