@@ -16,7 +16,8 @@
 namespace haltpool {
 namespace {
 
-std::unique_ptr<ThreadPool> MakePool(int workers, const char* governor = "haltpool") {
+std::unique_ptr<ThreadPool> MakePool(int workers,
+                                     const char* governor = "haltpool") {
   PoolOptions o;
   o.workers = workers;
   if (std::string(governor) != "haltpool") o.idle.governor = governor;
@@ -38,9 +39,11 @@ TEST_P(PoolPerGovernor, EveryTaskFromManyThreadsRunsExactlyOnce) {
     submitters.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
         std::atomic<uint8_t>* slot = &ran[t * kPerThread + i];
-        ASSERT_TRUE(pool->Submit(group, [slot] {
-                          slot->fetch_add(1, std::memory_order_relaxed);
-                        }).ok());
+        ASSERT_TRUE(
+            pool->Submit(
+                    group,
+                    [slot] { slot->fetch_add(1, std::memory_order_relaxed); })
+                .ok());
       }
     });
   }
@@ -64,26 +67,33 @@ TEST_P(PoolPerGovernor, SparseSubmissionsAreNeverLost) {
     ASSERT_TRUE(pool->Submit(group, [&] { n++; }).ok());
     pool->Wait(group);
     ASSERT_EQ(n.load(), 1);
-    if (i % 20 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+    if (i % 20 == 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Governors, PoolPerGovernor,
                          testing::Values("haltpoll", "poll", "block", "fixed"),
-                         [](const auto& info) { return std::string(info.param); });
+                         [](const auto& info) {
+                           return std::string(info.param);
+                         });
 
 TEST(ThreadPool, WaitingFromAWorkerRunsOtherTasksInsteadOfDeadlocking) {
   auto pool = MakePool(1);
   TaskGroup outer;
   std::atomic<int> inner_done{0};
-  ASSERT_TRUE(pool->Submit(outer, [&] {
-                    TaskGroup inner;
-                    for (int i = 0; i < 10; ++i) {
-                      ASSERT_TRUE(pool->Submit(inner, [&] { inner_done++; }).ok());
-                    }
-                    pool->Wait(inner);  // The only worker waits here.
-                    EXPECT_EQ(inner_done.load(), 10);
-                  }).ok());
+  ASSERT_TRUE(
+      pool->Submit(outer,
+                   [&] {
+                     TaskGroup inner;
+                     for (int i = 0; i < 10; ++i) {
+                       ASSERT_TRUE(
+                           pool->Submit(inner, [&] { inner_done++; }).ok());
+                     }
+                     pool->Wait(inner);  // The only worker waits here.
+                     EXPECT_EQ(inner_done.load(), 10);
+                   })
+          .ok());
   pool->Wait(outer);
   EXPECT_EQ(inner_done.load(), 10);
 }
@@ -93,9 +103,11 @@ TEST(ThreadPool, ShutdownRunsWhatWasQueuedAndRefusesMore) {
   std::atomic<int> n{0};
   for (int i = 0; i < 1000; ++i) {
     ASSERT_TRUE(pool->Submit([&] {
-                      std::this_thread::sleep_for(std::chrono::microseconds(10));
+                      std::this_thread::sleep_for(
+                          std::chrono::microseconds(10));
                       n++;
-                    }).ok());
+                    })
+                    .ok());
   }
   pool->Shutdown();
   EXPECT_EQ(n.load(), 1000);
@@ -135,19 +147,22 @@ TEST(ThreadPool, TimersNeverFireEarlyAndFireInDeadlineOrder) {
   for (int i : {5, 2, 7, 0, 3, 6, 1, 4}) {
     const int64_t due = base + i * 1000000;
     ASSERT_TRUE(pool->Submit(group, [] {}).ok());
-    ASSERT_TRUE(pool->SubmitAt(due, [&, i, due] {
-                      const int64_t now = arch::MonotonicNowNs();
-                      absl::MutexLock lock(&mu);
-                      order.push_back(i);
-                      late_by[i] = now - due;
-                    }).ok());
+    ASSERT_TRUE(pool->SubmitAt(due,
+                               [&, i, due] {
+                                 const int64_t now = arch::MonotonicNowNs();
+                                 absl::MutexLock lock(&mu);
+                                 order.push_back(i);
+                                 late_by[i] = now - due;
+                               })
+                    .ok());
   }
   pool->Wait(group);
   std::this_thread::sleep_for(std::chrono::milliseconds(60));
   pool->Shutdown();
   absl::MutexLock lock(&mu);
   ASSERT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
-  for (int i = 0; i < 8; ++i) EXPECT_GE(late_by[i], 0) << "timer " << i << " fired early";
+  for (int i = 0; i < 8; ++i)
+    EXPECT_GE(late_by[i], 0) << "timer " << i << " fired early";
   EXPECT_EQ(pool->Stats().timers_cancelled, 0u);
 }
 
@@ -173,7 +188,8 @@ TEST(ThreadPool, AThrowingTaskLeavesItsWorkerAlive) {
   TaskGroup group;
   std::atomic<int> after{0};
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(pool->Submit(group, [] { throw std::runtime_error("boom"); }).ok());
+    ASSERT_TRUE(
+        pool->Submit(group, [] { throw std::runtime_error("boom"); }).ok());
     ASSERT_TRUE(pool->Submit(group, [&] { after++; }).ok());
   }
   pool->Wait(group);
@@ -185,7 +201,8 @@ TEST(ThreadPool, AThrowingTaskLeavesItsWorkerAlive) {
 TEST(ThreadPool, BadOptionsAreRefused) {
   PoolOptions o;
   o.workers = -1;
-  EXPECT_EQ(ThreadPool::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ThreadPool::Create(o).status().code(),
+            absl::StatusCode::kInvalidArgument);
   o.workers = 1;
   o.idle.governor = "nope";
   absl::Status s = ThreadPool::Create(o).status();

@@ -1,0 +1,150 @@
+// The fast paths allocate nothing: submitting a task whose captures fit
+// inline, running it, parking and unparking. And an idle pool costs little
+// memory beyond its threads' stacks.
+
+#include <sched.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "idle/parker.h"
+#include "runtime/thread_pool.h"
+
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<uint64_t> g_allocations{0};
+}  // namespace
+
+// Every allocation in the process passes through here.
+void* operator new(size_t n) {
+  if (g_counting.load(std::memory_order_relaxed)) {
+    g_allocations.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+
+namespace haltpool {
+namespace {
+
+class CountAllocations {
+ public:
+  CountAllocations() {
+    g_allocations.store(0);
+    g_counting.store(true);
+  }
+  ~CountAllocations() { g_counting.store(false); }
+  uint64_t count() const { return g_allocations.load(); }
+};
+
+std::unique_ptr<ThreadPool> MakePool(int workers) {
+  PoolOptions o;
+  o.workers = workers;
+  auto pool = ThreadPool::Create(o, MapEnvironment());
+  EXPECT_TRUE(pool.ok()) << pool.status();
+  return *std::move(pool);
+}
+
+TEST(PoolMemory, SubmitRunParkAndUnparkAllocateNothing) {
+  auto pool = MakePool(2);
+  std::atomic<int64_t> sum{0};
+  auto run_round = [&](int n) {
+    TaskGroup group;
+    for (int i = 0; i < n; ++i) {
+      // Two pointers of captures: stored inline in the task.
+      std::atomic<int64_t>* s = &sum;
+      ASSERT_TRUE(pool->Submit(group, [s, i] { s->fetch_add(i); }).ok());
+    }
+    pool->Wait(group);
+  };
+  // Warm up: queues grow to their working size, threads start.
+  for (int r = 0; r < 20; ++r) run_round(1000);
+  CountAllocations counter;
+  for (int r = 0; r < 200; ++r) run_round(100);  // Workers park between rounds.
+  EXPECT_EQ(counter.count(), 0u) << "allocations on the submit/run/park path";
+}
+
+TEST(PoolMemory, TasksSubmittedFromWorkersAllocateNothing) {
+  auto pool = MakePool(2);
+  struct Round {
+    ThreadPool* pool;
+    TaskGroup group;
+    std::atomic<int64_t> sum{0};
+  };
+  auto round = [&] {
+    Round r{pool.get()};
+    Round* rp = &r;  // One pointer of captures: inline.
+    ASSERT_TRUE(r.pool
+                    ->Submit(r.group,
+                             [rp] {
+                               for (int i = 0; i < 100; ++i) {
+                                 (void)rp->pool->Submit(
+                                     rp->group, [rp] { rp->sum.fetch_add(1); });
+                               }
+                             })
+                    .ok());
+    r.pool->Wait(r.group);
+    ASSERT_EQ(r.sum.load(), 100);
+  };
+  for (int r = 0; r < 20; ++r) round();
+  CountAllocations counter;
+  for (int r = 0; r < 100; ++r) round();
+  EXPECT_EQ(counter.count(), 0u);
+}
+
+TEST(PoolMemory, ParkAndUnparkAllocateNothing) {
+  idle::WakeWord word;
+  auto parker = idle::Parker::Create(word, {});
+  ASSERT_TRUE(parker.ok());
+  std::atomic<bool> go{false};
+  std::thread waker([&] {  // Started before counting: threads allocate.
+    while (!go.load()) std::this_thread::yield();
+    for (int i = 0; i < 10000; ++i) word.Unpark();
+  });
+  {
+    CountAllocations counter;
+    go.store(true);
+    for (int i = 0; i < 1000; ++i) {
+      parker->Park(arch::MonotonicNowNs() + 100000);
+    }
+    EXPECT_EQ(counter.count(), 0u);
+  }
+  waker.join();
+}
+// Resident memory in bytes, from /proc/self/statm.
+int64_t ResidentBytes() {
+  FILE* f = fopen("/proc/self/statm", "r");
+  long size = 0, resident = 0;
+  if (f == nullptr || fscanf(f, "%ld %ld", &size, &resident) != 2)
+    resident = -1;
+  if (f) fclose(f);
+  return static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
+}
+
+TEST(PoolMemory, AnIdlePoolAddsAtMostTwoMiBBeyondItsStacks) {
+  constexpr int kWorkers = 4;
+  // A first pool loads what any pool loads once (hwloc's plugins, the
+  // dynamic linker's work); the second is what each further pool costs.
+  { auto warm = MakePool(kWorkers); }
+  const int64_t before = ResidentBytes();
+  auto pool = MakePool(kWorkers);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // Idle.
+  const int64_t after = ResidentBytes();
+  ASSERT_GT(before, 0);
+  // Each thread touches at most a few pages of its stack; allow 64 KiB.
+  const int64_t stacks = kWorkers * 64 * 1024;
+  EXPECT_LE(after - before, 2 * 1024 * 1024 + stacks)
+      << "an idle pool of " << kWorkers << " workers grew RSS by "
+      << (after - before) << " bytes";
+}
+
+}  // namespace
+}  // namespace haltpool
