@@ -322,8 +322,10 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
   retire();
   if (keeper) {
     timer_keeper_.store(-1, std::memory_order_seq_cst);
-    // Hand the role on if timers remain that this worker may not reach.
-    if (timers_.next_deadline() != arch::kNoDeadline) WakeOne();
+    // Hand the role on if timers remain that are not due yet (due ones this
+    // worker runs itself next): it may be busy when they fall due.
+    const int64_t next = timers_.next_deadline();
+    if (next != arch::kNoDeadline && next > arch::MonotonicNowNs()) WakeOne();
   }
 }
 
