@@ -38,9 +38,17 @@ WaitMechanism BestWaitMechanism(
 // never sleeps in the kernel. Precondition: CheckWaitMechanism(m) is OK.
 inline uint32_t WaitWhileEqual(const std::atomic<uint32_t>& word, uint32_t old,
                                int64_t deadline_ns, WaitMechanism m) noexcept {
-  const uint32_t v = word.load(std::memory_order_acquire);
+  uint32_t v = word.load(std::memory_order_acquire);
   if (v != old) return v;
-  return platform::Wait(m, word, old, DeadlineToCycles(deadline_ns));
+  for (;;) {
+    v = platform::Wait(m, word, old, DeadlineToCycles(deadline_ns));
+    // The counter may drift from CLOCK_MONOTONIC (seen under qemu-user):
+    // the clock decides whether the deadline has really passed.
+    if (v != old || deadline_ns == kNoDeadline ||
+        MonotonicNowNs() >= deadline_ns) {
+      return v;
+    }
+  }
 }
 
 }  // namespace haltpool::arch

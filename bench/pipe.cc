@@ -7,6 +7,7 @@
 // Prints perf's lines, then the CPU both sides used and, with --gap-us, the
 // wake latency of the side that waited out the gap.
 
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,6 +45,7 @@ struct SideResult {
   int64_t latency_count = 0;
   int64_t latency_p50_ns = 0;
   int64_t latency_p99_ns = 0;
+  std::atomic<bool> finished{false};  // The side's loop is over.
   bool failed = false;
   char text[16384] = {};  // The error, or the formatted statistics.
 };
@@ -70,13 +73,15 @@ void Put(SideResult& r, const std::string& s) {
 }
 
 void RunSide(int side, const PipeArgs& args, const Links& links,
-             const idle::IdleOptions& options, SideResult& result) {
+             const idle::IdleOptions& options, SideResult& result,
+             const SideResult& peer) {
   absl::StatusOr<std::unique_ptr<Endpoint>> ep =
       links.transport == Transport::kPipe
           ? MakePipeEndpoint(links.pipes, side, options)
           : MakeRingEndpoint(links.rings, side, options);
   if (!ep.ok()) {
     result.failed = true;
+    result.finished.store(true, std::memory_order_release);
     Put(result, std::string(ep.status().message()));
     return;
   }
@@ -108,7 +113,11 @@ void RunSide(int side, const PipeArgs& args, const Links& links,
     }
   }
   result.cpu_ns = ThreadCpuNs() - cpu0;
+  result.finished.store(true, std::memory_order_release);
   if (args.stats != StatsFormat::kNone) {
+    // The peer's last Unpark to this side may still be counting its wake:
+    // wait until the peer is done too, so the counts are complete.
+    while (!peer.finished.load(std::memory_order_acquire)) sched_yield();
     const idle::IdleStats st = e.Stats(
         side == kEchoSide ? "side 0 (reads first)" : "side 1 (writes first)");
     Put(result, args.stats == StatsFormat::kJson ? idle::FormatJson(st) + "\n"
@@ -145,10 +154,12 @@ int Run(const PipeArgs& args, const Config& config) {
   fflush(stdout);
   const int64_t start = arch::MonotonicNowNs();
   if (args.threaded) {
-    std::thread t0(
-        [&] { RunSide(kEchoSide, args, links, config.pool.idle, results[0]); });
+    std::thread t0([&] {
+      RunSide(kEchoSide, args, links, config.pool.idle, results[0], results[1]);
+    });
     std::thread t1([&] {
-      RunSide(kInitiatorSide, args, links, config.pool.idle, results[1]);
+      RunSide(kInitiatorSide, args, links, config.pool.idle, results[1],
+              results[0]);
     });
     t0.join();
     t1.join();
@@ -161,7 +172,8 @@ int Run(const PipeArgs& args, const Config& config) {
         return 1;
       }
       if (pids[side] == 0) {
-        RunSide(side, args, links, config.pool.idle, results[side]);
+        RunSide(side, args, links, config.pool.idle, results[side],
+                results[1 - side]);
         _exit(results[side].failed ? 1 : 0);
       }
     }
@@ -172,9 +184,9 @@ int Run(const PipeArgs& args, const Config& config) {
   }
   const int64_t elapsed_ns = arch::MonotonicNowNs() - start;
 
-  for (const SideResult& r : {results[0], results[1]}) {
-    if (r.failed) {
-      fprintf(stderr, "haltpool: %s\n", r.text);
+  for (const SideResult* r : {&results[0], &results[1]}) {
+    if (r->failed) {
+      fprintf(stderr, "haltpool: %s\n", r->text);
       return 2;
     }
   }

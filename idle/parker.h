@@ -115,7 +115,10 @@ class Parker {
   // With `external` set (in-process words only), the poll state also ends
   // when external->Ready(), and the block state is external->Block(), ended
   // by wakers through external->Kick(); Park then returns kWoken for an
-  // external event as for a wake, and the caller looks at both.
+  // external event as for a wake, and the caller looks at both. A Kick may
+  // land after the block it was meant for ended on an event, making the
+  // next Block return at once (callers treat kWoken as "look again"); so
+  // `external` must outlive every Unpark of this word once it was used.
   IdleResult Park(int64_t deadline_ns = arch::kNoDeadline,
                   bool allow_poll = true,
                   ExternalWait* external = nullptr) noexcept;

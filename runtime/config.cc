@@ -235,7 +235,17 @@ std::vector<VariableDoc> DocumentedVariables() {
 
 absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
                                      const Environment& env) {
-  if (absl::Status s = idle::ValidateIdleOptions(code.idle); !s.ok()) {
+  absl::Status s = idle::ValidateIdleOptions(code.idle);
+  for (const auto& [field, value] :
+       {std::pair<absl::string_view, int>{"workers", code.workers},
+        {"max_pollers", code.max_pollers}}) {
+    if (s.ok() && (value < 0 || value > kMaxWorkers)) {
+      s = absl::InvalidArgumentError(
+          absl::StrCat(field, " = ", value, " is out of range; accepted: 0 to ",
+                       kMaxWorkers));
+    }
+  }
+  if (!s.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("invalid option from code: ", s.message()));
   }

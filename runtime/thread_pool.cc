@@ -85,17 +85,6 @@ absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(
   if (!config.ok()) return config.status();
   if (config->display_env) fputs(DisplayEnv(*config).c_str(), stderr);
   const PoolOptions& options = config->pool;
-  if (options.workers < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("workers = ", options.workers,
-                     " is out of range; accepted: 0 (one per "
-                     "usable CPU) or more"));
-  }
-  if (options.max_pollers < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_pollers = ", options.max_pollers,
-        " is out of range; accepted: 0 (half the workers) or more"));
-  }
   std::unique_ptr<ThreadPool> pool(new ThreadPool(options));
   if (absl::Status s = pool->Start(); !s.ok()) return s;
   return pool;

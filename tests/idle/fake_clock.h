@@ -10,7 +10,7 @@
 
 #include "idle/clock.h"
 
-namespace haltpool::idle::testing {
+namespace haltpool::idle::fakes {
 
 class FakeClock final : public Clock {
  public:
@@ -33,6 +33,6 @@ class FakeClock final : public Clock {
   int64_t now_ns_;
 };
 
-}  // namespace haltpool::idle::testing
+}  // namespace haltpool::idle::fakes
 
 #endif  // HALTPOOL_TESTS_IDLE_FAKE_CLOCK_H_

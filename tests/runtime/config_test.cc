@@ -1,0 +1,506 @@
+// Resolving the configuration from defaults, code and HALTPOOL_* variables
+// (runtime/config.h), on a MapEnvironment: precedence, sources, every class
+// of bad input and its message, and the OMP_DISPLAY_ENV-style dump.
+
+#include "runtime/config.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "arch/wait_mechanism.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "idle/idle_options.h"
+#include "runtime/environment.h"
+#include "runtime/io/io_backend.h"
+#include "runtime/pool_options.h"
+#include "runtime/topology.h"
+
+namespace haltpool {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const std::vector<std::string> kVariableNames = {
+    "HALTPOOL_GOVERNOR",      "HALTPOOL_POLL_NS",
+    "HALTPOOL_POLL_GROW",     "HALTPOOL_POLL_GROW_START",
+    "HALTPOOL_POLL_SHRINK",   "HALTPOOL_POLL_ALLOW_SHRINK",
+    "HALTPOOL_FIXED_POLL_NS", "HALTPOOL_WAIT",
+    "HALTPOOL_WORKERS",       "HALTPOOL_MAX_POLLERS",
+    "HALTPOOL_PIN",           "HALTPOOL_IO",
+    "HALTPOOL_STATS",         "HALTPOOL_DISPLAY_ENV",
+};
+
+absl::StatusOr<Config> Resolve(std::map<std::string, std::string> env,
+                               const PoolOptions& code = {}) {
+  return ResolveConfig(code, MapEnvironment(std::move(env)));
+}
+
+Config ResolveOk(std::map<std::string, std::string> env,
+                 const PoolOptions& code = {}) {
+  absl::StatusOr<Config> c = Resolve(std::move(env), code);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? *std::move(c) : Config{};
+}
+
+const ResolvedVariable& Var(const Config& c, const std::string& name) {
+  for (const ResolvedVariable& v : c.variables) {
+    if (v.name == name) return v;
+  }
+  ADD_FAILURE() << name << " not in the resolved variables";
+  static const ResolvedVariable kMissing{"", "", ValueSource::kDefault};
+  return kMissing;
+}
+
+std::string Source(const Config& c, const std::string& name) {
+  return std::string(ValueSourceName(Var(c, name).source));
+}
+
+std::vector<std::string> Names(const Config& c) {
+  std::vector<std::string> names;
+  for (const ResolvedVariable& v : c.variables) names.push_back(v.name);
+  return names;
+}
+
+// --- Precedence and sources
+// ----------------------------------------------------
+
+TEST(ConfigResolve, DefaultsWithAnEmptyEnvironment) {
+  const Config c = ResolveOk({});
+  const idle::IdleOptions d;
+  EXPECT_EQ(c.pool.idle.governor, "haltpoll");
+  EXPECT_EQ(c.pool.idle.haltpoll.poll_ns, d.haltpoll.poll_ns);
+  EXPECT_EQ(c.pool.idle.haltpoll.grow, d.haltpoll.grow);
+  EXPECT_EQ(c.pool.idle.haltpoll.grow_start, d.haltpoll.grow_start);
+  EXPECT_EQ(c.pool.idle.haltpoll.shrink, d.haltpoll.shrink);
+  EXPECT_EQ(c.pool.idle.haltpoll.allow_shrink, d.haltpoll.allow_shrink);
+  EXPECT_EQ(c.pool.idle.fixed_poll_ns, d.fixed_poll_ns);
+  EXPECT_FALSE(c.pool.idle.wait.has_value());
+  EXPECT_FALSE(c.display_env);
+  EXPECT_EQ(Names(c), kVariableNames) << "every variable, in table order";
+  std::map<std::string, std::string> values;
+  for (const ResolvedVariable& v : c.variables) {
+    EXPECT_EQ(v.source, ValueSource::kDefault) << v.name;
+    values[v.name] = v.value;
+  }
+  EXPECT_EQ(values["HALTPOOL_GOVERNOR"], "haltpoll");
+  EXPECT_EQ(values["HALTPOOL_POLL_NS"], "200us");
+  EXPECT_EQ(values["HALTPOOL_POLL_GROW"], "2");
+  EXPECT_EQ(values["HALTPOOL_POLL_GROW_START"], "50us");
+  EXPECT_EQ(values["HALTPOOL_POLL_SHRINK"], "2");
+  EXPECT_EQ(values["HALTPOOL_POLL_ALLOW_SHRINK"], "1");
+  EXPECT_EQ(values["HALTPOOL_FIXED_POLL_NS"], "2us");
+  EXPECT_EQ(values["HALTPOOL_WAIT"], "auto");
+  EXPECT_EQ(values["HALTPOOL_WORKERS"], "0");
+  EXPECT_EQ(values["HALTPOOL_MAX_POLLERS"], "0");
+  EXPECT_EQ(values["HALTPOOL_PIN"], "none");
+  EXPECT_EQ(values["HALTPOOL_IO"], "auto");
+  EXPECT_EQ(values["HALTPOOL_STATS"], "0");
+  EXPECT_EQ(values["HALTPOOL_DISPLAY_ENV"], "0");
+  EXPECT_EQ(c.pool.workers, 0);
+  EXPECT_EQ(c.pool.max_pollers, 0);
+  EXPECT_EQ(c.pool.pin, PinMode::kNone);
+  EXPECT_EQ(c.pool.io, IoBackend::kAuto);
+  EXPECT_FALSE(c.pool.print_stats);
+}
+
+TEST(ConfigResolve, CodeOverridesShowSourceCode) {
+  PoolOptions code;
+  code.idle.governor = "fixed";
+  code.idle.fixed_poll_ns = 7000;
+  code.idle.haltpoll.allow_shrink = false;
+  code.idle.wait = arch::WaitMechanism::kSpin;
+  code.workers = 3;
+  code.pin = PinMode::kCore;
+  const Config c = ResolveOk({}, code);
+  EXPECT_EQ(c.pool.workers, 3);
+  EXPECT_EQ(Source(c, "HALTPOOL_WORKERS"), "code");
+  EXPECT_EQ(Var(c, "HALTPOOL_WORKERS").value, "3");
+  EXPECT_EQ(Source(c, "HALTPOOL_PIN"), "code");
+  EXPECT_EQ(Var(c, "HALTPOOL_PIN").value, "core");
+  EXPECT_EQ(Source(c, "HALTPOOL_IO"), "default");
+  EXPECT_EQ(c.pool.idle.governor, "fixed");
+  EXPECT_EQ(c.pool.idle.fixed_poll_ns, 7000);
+  EXPECT_FALSE(c.pool.idle.haltpoll.allow_shrink);
+  EXPECT_EQ(c.pool.idle.wait, arch::WaitMechanism::kSpin);
+  EXPECT_EQ(Source(c, "HALTPOOL_GOVERNOR"), "code");
+  EXPECT_EQ(Var(c, "HALTPOOL_GOVERNOR").value, "fixed");
+  EXPECT_EQ(Source(c, "HALTPOOL_FIXED_POLL_NS"), "code");
+  EXPECT_EQ(Var(c, "HALTPOOL_FIXED_POLL_NS").value, "7us");
+  EXPECT_EQ(Source(c, "HALTPOOL_POLL_ALLOW_SHRINK"), "code");
+  EXPECT_EQ(Var(c, "HALTPOOL_POLL_ALLOW_SHRINK").value, "0");
+  EXPECT_EQ(Source(c, "HALTPOOL_WAIT"), "code");
+  EXPECT_EQ(Var(c, "HALTPOOL_WAIT").value, "spin");
+  // Untouched fields stay defaults.
+  EXPECT_EQ(Source(c, "HALTPOOL_POLL_NS"), "default");
+  EXPECT_EQ(Source(c, "HALTPOOL_POLL_GROW"), "default");
+  EXPECT_EQ(Source(c, "HALTPOOL_DISPLAY_ENV"), "default");
+}
+
+TEST(ConfigResolve, EnvironmentWinsOverCodeAndDefaults) {
+  PoolOptions code;
+  code.idle.governor = "fixed";
+  code.idle.haltpoll.poll_ns = 400000;
+  code.idle.wait = arch::WaitMechanism::kSpin;
+  const Config c = ResolveOk({{"HALTPOOL_GOVERNOR", "poll"},
+                              {"HALTPOOL_POLL_NS", "100us"},
+                              {"HALTPOOL_WAIT", "auto"},
+                              {"HALTPOOL_POLL_GROW", "2"}},
+                             code);
+  EXPECT_EQ(c.pool.idle.governor, "poll");
+  EXPECT_EQ(c.pool.idle.haltpoll.poll_ns, 100000);
+  EXPECT_FALSE(c.pool.idle.wait.has_value()) << "auto undoes the code's choice";
+  EXPECT_EQ(Source(c, "HALTPOOL_GOVERNOR"), "environment");
+  EXPECT_EQ(Source(c, "HALTPOOL_POLL_NS"), "environment");
+  EXPECT_EQ(Var(c, "HALTPOOL_POLL_NS").value, "100us");
+  EXPECT_EQ(Source(c, "HALTPOOL_WAIT"), "environment");
+  EXPECT_EQ(Var(c, "HALTPOOL_WAIT").value, "auto");
+  // Set in the environment to the default value: still the environment's.
+  EXPECT_EQ(Source(c, "HALTPOOL_POLL_GROW"), "environment");
+  EXPECT_EQ(Source(c, "HALTPOOL_POLL_SHRINK"), "default");
+}
+
+TEST(ConfigResolve, EveryVariableIsApplied) {
+  const Config c = ResolveOk({{"HALTPOOL_GOVERNOR", "block"},
+                              {"HALTPOOL_POLL_NS", "1s"},
+                              {"HALTPOOL_POLL_GROW", "4"},
+                              {"HALTPOOL_POLL_GROW_START", "10us"},
+                              {"HALTPOOL_POLL_SHRINK", "0"},
+                              {"HALTPOOL_POLL_ALLOW_SHRINK", "no"},
+                              {"HALTPOOL_FIXED_POLL_NS", "5000"},
+                              {"HALTPOOL_WAIT", "spin"},
+                              {"HALTPOOL_WORKERS", "4096"},
+                              {"HALTPOOL_MAX_POLLERS", "0"},
+                              {"HALTPOOL_PIN", "pu"},
+                              {"HALTPOOL_IO", "epoll"},
+                              {"HALTPOOL_STATS", "true"},
+                              {"HALTPOOL_DISPLAY_ENV", "yes"}});
+  EXPECT_EQ(c.pool.workers, 4096);
+  EXPECT_EQ(c.pool.max_pollers, 0);
+  EXPECT_EQ(c.pool.pin, PinMode::kPu);
+  EXPECT_EQ(c.pool.io, IoBackend::kEpoll);
+  EXPECT_TRUE(c.pool.print_stats);
+  EXPECT_EQ(Var(c, "HALTPOOL_PIN").value, "pu");
+  EXPECT_EQ(Var(c, "HALTPOOL_IO").value, "epoll");
+  EXPECT_EQ(Var(c, "HALTPOOL_STATS").value, "1");
+  EXPECT_EQ(c.pool.idle.governor, "block");
+  EXPECT_EQ(c.pool.idle.haltpoll.poll_ns, 1000000000);
+  EXPECT_EQ(c.pool.idle.haltpoll.grow, 4);
+  EXPECT_EQ(c.pool.idle.haltpoll.grow_start, 10000);
+  EXPECT_EQ(c.pool.idle.haltpoll.shrink, 0);
+  EXPECT_FALSE(c.pool.idle.haltpoll.allow_shrink);
+  EXPECT_EQ(c.pool.idle.fixed_poll_ns, 5000);
+  EXPECT_EQ(c.pool.idle.wait, arch::WaitMechanism::kSpin);
+  EXPECT_TRUE(c.display_env);
+  for (const ResolvedVariable& v : c.variables) {
+    EXPECT_EQ(v.source, ValueSource::kEnvironment) << v.name;
+  }
+  EXPECT_EQ(Var(c, "HALTPOOL_FIXED_POLL_NS").value, "5us");
+  EXPECT_EQ(Var(c, "HALTPOOL_DISPLAY_ENV").value, "1");
+  EXPECT_TRUE(idle::ValidateIdleOptions(c.pool.idle).ok());
+}
+
+TEST(ConfigResolve, DurationsInEveryUnit) {
+  for (const auto& [text, ns] :
+       std::vector<std::pair<std::string, int64_t>>{{"200us", 200000},
+                                                    {"2ms", 2000000},
+                                                    {"1s", 1000000000},
+                                                    {"5000", 5000},
+                                                    {"0", 0},
+                                                    {"75ns", 75}}) {
+    const Config c = ResolveOk({{"HALTPOOL_POLL_NS", text}});
+    EXPECT_EQ(c.pool.idle.haltpoll.poll_ns, ns) << text;
+  }
+}
+
+TEST(ConfigResolve, EveryWaitNameIsAccepted) {
+  for (arch::WaitMechanism m : arch::kAllWaitMechanisms) {
+    const std::string name(arch::WaitMechanismName(m));
+    const Config c = ResolveOk({{"HALTPOOL_WAIT", name}});
+    EXPECT_EQ(c.pool.idle.wait, m) << name;
+    EXPECT_EQ(Var(c, "HALTPOOL_WAIT").value, name);
+  }
+}
+
+TEST(ConfigResolve, OtherVariablesAreIgnored) {
+  const Config c = ResolveOk({{"PATH", "/bin"},
+                              {"HALTPOOLX_FOO", "1"},
+                              {"haltpool_poll_ns", "junk"},
+                              {"MY_HALTPOOL_GOVERNOR", "junk"}});
+  EXPECT_EQ(c.pool.idle.governor, "haltpoll");
+}
+
+TEST(ConfigResolve, ResolvedValuesReadBackToTheSameConfig) {
+  // What DisplayEnv prints can be pasted back into the environment.
+  PoolOptions code;
+  code.idle.fixed_poll_ns = 1500;  // "1500ns"
+  code.idle.haltpoll.grow_start = 1234567;
+  const Config first =
+      ResolveOk({{"HALTPOOL_POLL_NS", "1ms"}, {"HALTPOOL_WAIT", "spin"}}, code);
+  std::map<std::string, std::string> env;
+  for (const ResolvedVariable& v : first.variables) env[v.name] = v.value;
+  const Config second = ResolveOk(env);
+  EXPECT_EQ(second.pool.idle.governor, first.pool.idle.governor);
+  EXPECT_EQ(second.pool.idle.haltpoll.poll_ns,
+            first.pool.idle.haltpoll.poll_ns);
+  EXPECT_EQ(second.pool.idle.haltpoll.grow, first.pool.idle.haltpoll.grow);
+  EXPECT_EQ(second.pool.idle.haltpoll.grow_start, 1234567);
+  EXPECT_EQ(second.pool.idle.haltpoll.shrink, first.pool.idle.haltpoll.shrink);
+  EXPECT_EQ(second.pool.idle.haltpoll.allow_shrink,
+            first.pool.idle.haltpoll.allow_shrink);
+  EXPECT_EQ(second.pool.idle.fixed_poll_ns, 1500);
+  EXPECT_EQ(second.pool.idle.wait, first.pool.idle.wait);
+  EXPECT_EQ(second.display_env, first.display_env);
+}
+
+// --- Bad input
+// ----------------------------------------------------------------
+
+struct BadCase {
+  const char* name;
+  const char* value;
+  std::vector<std::string> says;  // Besides NAME='VALUE' and "accepted:".
+};
+
+class ConfigBadValue : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ConfigBadValue, NamesTheVariableTheValueAndWhatIsAccepted) {
+  const BadCase& c = GetParam();
+  const absl::StatusOr<Config> r = Resolve({{c.name, c.value}});
+  ASSERT_FALSE(r.ok()) << c.name << "='" << c.value << "' was accepted";
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string msg(r.status().message());
+  EXPECT_THAT(msg, HasSubstr(absl::StrCat(c.name, "='", c.value, "'")));
+  EXPECT_THAT(msg, HasSubstr("accepted: "));
+  for (const std::string& s : c.says) EXPECT_THAT(msg, HasSubstr(s));
+}
+
+const char kDurations[] = "unit ns, us, ms or s";
+const char kGovernors[] = "haltpoll|poll|block|fixed";
+const char kWaits[] = "auto|spin|pause|umwait|tpause|mwaitx|yield|wfe|wfet";
+const char kBools[] = "1, 0, true, false, yes, no, y, n";
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryClass, ConfigBadValue,
+    ::testing::Values(
+        // Junk.
+        BadCase{"HALTPOOL_POLL_NS", "abc", {"not a duration", kDurations}},
+        BadCase{
+            "HALTPOOL_POLL_GROW", "two", {"not a number", "from 1 to 1024"}},
+        // Empty.
+        BadCase{"HALTPOOL_POLL_NS", "", {"empty", kDurations}},
+        BadCase{"HALTPOOL_GOVERNOR", "", {"empty", kGovernors}},
+        BadCase{"HALTPOOL_POLL_SHRINK", "", {"empty", "from 0 to 1024"}},
+        BadCase{"HALTPOOL_POLL_ALLOW_SHRINK", "", {"empty", kBools}},
+        BadCase{"HALTPOOL_WAIT", "", {"empty", kWaits}},
+        BadCase{"HALTPOOL_DISPLAY_ENV", "", {"empty", kBools}},
+        // Negative.
+        BadCase{"HALTPOOL_POLL_NS", "-1", {"negative", kDurations}},
+        BadCase{"HALTPOOL_FIXED_POLL_NS", "-2us", {"negative", kDurations}},
+        BadCase{"HALTPOOL_POLL_GROW", "-2", {"negative", "from 1 to 1024"}},
+        // Overflowing.
+        BadCase{"HALTPOOL_POLL_NS", "99999999999999999999", {"too large"}},
+        BadCase{"HALTPOOL_POLL_GROW_START",
+                "99999999999999999999ms",
+                {"too large"}},
+        BadCase{"HALTPOOL_POLL_GROW", "99999999999999999999", {"too large"}},
+        BadCase{"HALTPOOL_FIXED_POLL_NS", "10000000000s", {"too large"}},
+        // Out of range.
+        BadCase{"HALTPOOL_POLL_NS", "2s", {"out of range", "from 0 to 1s"}},
+        BadCase{
+            "HALTPOOL_POLL_GROW_START", "1000001us", {"out of range", "to 1s"}},
+        BadCase{"HALTPOOL_FIXED_POLL_NS", "1000000001", {"out of range"}},
+        BadCase{"HALTPOOL_POLL_GROW", "0", {"out of range", "from 1 to 1024"}},
+        BadCase{
+            "HALTPOOL_POLL_GROW", "1025", {"out of range", "from 1 to 1024"}},
+        BadCase{
+            "HALTPOOL_POLL_SHRINK", "1025", {"out of range", "from 0 to 1024"}},
+        // Unknown unit, and a unit with no number.
+        BadCase{"HALTPOOL_POLL_NS", "5x", {"unknown unit 'x'", kDurations}},
+        BadCase{"HALTPOOL_POLL_NS", "5sec", {"unknown unit 'sec'"}},
+        BadCase{"HALTPOOL_POLL_NS", "1.5ms", {"unknown unit '.5ms'"}},
+        BadCase{"HALTPOOL_FIXED_POLL_NS", "us", {"not a duration"}},
+        // A unit where none belongs.
+        BadCase{"HALTPOOL_POLL_GROW", "2x", {"not a number"}},
+        BadCase{"HALTPOOL_POLL_SHRINK", "2ms", {"not a number"}},
+        // Unknown names.
+        BadCase{"HALTPOOL_GOVERNOR", "menu", {"unknown governor", kGovernors}},
+        BadCase{"HALTPOOL_GOVERNOR", "Haltpoll", {"unknown governor"}},
+        BadCase{"HALTPOOL_WAIT", "mwait", {"unknown wait mechanism", kWaits}},
+        BadCase{"HALTPOOL_WAIT", "AUTO", {"unknown wait mechanism", kWaits}},
+        // Pool variables.
+        BadCase{"HALTPOOL_WORKERS", "-1", {"negative", "from 0 to 4096"}},
+        BadCase{"HALTPOOL_WORKERS", "4097", {"out of range", "from 0 to 4096"}},
+        BadCase{"HALTPOOL_WORKERS", "", {"empty", "from 0 to 4096"}},
+        BadCase{"HALTPOOL_WORKERS", "99999999999999999999", {"too large"}},
+        BadCase{
+            "HALTPOOL_MAX_POLLERS", "two", {"not a number", "from 0 to 4096"}},
+        BadCase{"HALTPOOL_PIN", "cores", {"unknown pin mode", "none|core|pu"}},
+        BadCase{"HALTPOOL_PIN", "", {"empty", "none|core|pu"}},
+        BadCase{"HALTPOOL_IO",
+                "io_uring",
+                {"unknown I/O backend", "auto|uring|epoll"}},
+        BadCase{"HALTPOOL_IO", "", {"empty", "auto|uring|epoll"}},
+        BadCase{"HALTPOOL_STATS", "on", {"not a boolean", kBools}},
+        // Not a boolean.
+        BadCase{
+            "HALTPOOL_POLL_ALLOW_SHRINK", "maybe", {"not a boolean", kBools}},
+        BadCase{"HALTPOOL_DISPLAY_ENV", "2", {"not a boolean", kBools}}),
+    [](const ::testing::TestParamInfo<BadCase>& info) {
+      return absl::StrCat(info.index, "_", info.param.name);
+    });
+
+TEST(ConfigUnknownVariable, IsRejectedWithTheKnownNames) {
+  const absl::StatusOr<Config> r = Resolve({{"HALTPOOL_POLLNS", "200us"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string msg(r.status().message());
+  EXPECT_THAT(msg, HasSubstr("HALTPOOL_POLLNS"));
+  EXPECT_THAT(msg, HasSubstr("not a haltpool variable"));
+  for (const std::string& name : kVariableNames)
+    EXPECT_THAT(msg, HasSubstr(name));
+}
+
+TEST(ConfigUnknownVariable, MessageQuotesTheValueToo) {
+  // DESIGN.md: a bad setting "is an error that names the variable, the
+  // value and what is accepted". For a misspelt variable the value is what
+  // lets the operator find the line they wrote (HALTPOOL_POLLNS=200us).
+  const absl::StatusOr<Config> r = Resolve({{"HALTPOOL_POLLNS", "200us"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("200us"));
+}
+
+TEST(ConfigUnknownVariable, EvenWithAnEmptyValue) {
+  const absl::StatusOr<Config> r = Resolve({{"HALTPOOL_", ""}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(
+      std::string(r.status().message()),
+      AllOf(HasSubstr("HALTPOOL_=''"), HasSubstr("not a haltpool variable")));
+}
+
+TEST(ConfigBadCode, IsReportedAsCode) {
+  PoolOptions code;
+  code.idle.haltpoll.grow = 0;
+  const absl::StatusOr<Config> r = Resolve({}, code);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()),
+              AllOf(HasSubstr("from code"), HasSubstr("haltpoll.grow = 0"),
+                    HasSubstr("1 to 1024")));
+  code = {};
+  code.idle.governor = "menu";
+  EXPECT_THAT(std::string(Resolve({}, code).status().message()),
+              AllOf(HasSubstr("from code"), HasSubstr("'menu'"),
+                    HasSubstr(kGovernors)));
+}
+
+TEST(ConfigBadCode, PoolValuesFromCodeAreCheckedToo) {
+  // The contract: fails "on a bad code value". The same ranges as the
+  // variables: workers and pollers from 0 to 4096.
+  for (int bad : {-1, 4097}) {
+    PoolOptions code;
+    code.workers = bad;
+    const absl::StatusOr<Config> r = Resolve({}, code);
+    EXPECT_FALSE(r.ok()) << "workers = " << bad << " from code was accepted";
+    if (!r.ok()) {
+      EXPECT_THAT(std::string(r.status().message()),
+                  AllOf(HasSubstr("from code"), HasSubstr("workers")));
+    }
+    code = {};
+    code.max_pollers = bad;
+    EXPECT_FALSE(Resolve({}, code).ok())
+        << "max_pollers = " << bad << " from code was accepted";
+  }
+}
+
+TEST(ConfigFirstError, FirstBadVariableStopsResolution) {
+  const absl::StatusOr<Config> r =
+      Resolve({{"HALTPOOL_GOVERNOR", "poll"}, {"HALTPOOL_POLL_GROW", "0"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("HALTPOOL_POLL_GROW='0'"));
+}
+
+// --- Display
+// ------------------------------------------------------------------
+
+TEST(ConfigDisplay, ListsEveryVariableWithItsSource) {
+  PoolOptions code;
+  code.idle.fixed_poll_ns = 3000;
+  const Config c = ResolveOk({{"HALTPOOL_GOVERNOR", "poll"}}, code);
+  const std::string out = DisplayEnv(c);
+  const std::vector<std::string> lines = absl::StrSplit(out, '\n');
+  ASSERT_EQ(lines.size(), kVariableNames.size() + 3)
+      << out;  // + BEGIN, END, "".
+  EXPECT_EQ(lines.front(), "HALTPOOL DISPLAY ENVIRONMENT BEGIN");
+  EXPECT_EQ(lines[lines.size() - 2], "HALTPOOL DISPLAY ENVIRONMENT END");
+  EXPECT_EQ(lines.back(), "");
+  for (size_t i = 0; i < kVariableNames.size(); ++i) {
+    EXPECT_THAT(lines[i + 1], HasSubstr("  " + kVariableNames[i] + " = '"));
+  }
+  EXPECT_THAT(out, HasSubstr("  HALTPOOL_GOVERNOR = 'poll'  [environment]\n"));
+  EXPECT_THAT(out, HasSubstr("  HALTPOOL_FIXED_POLL_NS = '3us'  [code]\n"));
+  EXPECT_THAT(out, HasSubstr("  HALTPOOL_POLL_NS = '200us'  [default]\n"));
+  EXPECT_THAT(out, HasSubstr("  HALTPOOL_WAIT = 'auto'  [default]\n"));
+}
+
+TEST(ConfigDisplay, SourceNames) {
+  EXPECT_EQ(ValueSourceName(ValueSource::kDefault), "default");
+  EXPECT_EQ(ValueSourceName(ValueSource::kCode), "code");
+  EXPECT_EQ(ValueSourceName(ValueSource::kEnvironment), "environment");
+}
+
+TEST(ConfigDisplay, DocumentedVariablesMatchTheResolvedOnes) {
+  const std::vector<VariableDoc> docs = DocumentedVariables();
+  const Config defaults = ResolveOk({});
+  ASSERT_EQ(docs.size(), kVariableNames.size());
+  for (size_t i = 0; i < docs.size(); ++i) {
+    EXPECT_EQ(docs[i].name, kVariableNames[i]);
+    EXPECT_EQ(docs[i].default_value, defaults.variables[i].value)
+        << docs[i].name;
+    EXPECT_FALSE(docs[i].meaning.empty()) << docs[i].name;
+  }
+}
+
+// --- Environments
+// ---------------------------------------------------------------
+
+TEST(ConfigEnvironment, MapEnvironment) {
+  const MapEnvironment env({{"A_X", "1"}, {"A_Y", ""}, {"B", "2"}});
+  EXPECT_EQ(env.Get("A_X"), "1");
+  EXPECT_EQ(env.Get("A_Y"), "") << "set but empty is not unset";
+  EXPECT_EQ(env.Get("C"), std::nullopt);
+  EXPECT_THAT(env.NamesWithPrefix("A_"), ElementsAre("A_X", "A_Y"));
+  EXPECT_TRUE(env.NamesWithPrefix("Z").empty());
+  EXPECT_TRUE(MapEnvironment().NamesWithPrefix("").empty());
+}
+
+TEST(ConfigEnvironment, ProcessEnvironmentReadsEnviron) {
+  // A prefix of its own, so no HALTPOOL_* variable leaks into anything.
+  ASSERT_EQ(setenv("HPTEST_ENV_ONE", "1", 1), 0);
+  ASSERT_EQ(setenv("HPTEST_ENV_EMPTY", "", 1), 0);
+  const Environment& env = ProcessEnvironment();
+  EXPECT_EQ(env.Get("HPTEST_ENV_ONE"), "1");
+  EXPECT_EQ(env.Get("HPTEST_ENV_EMPTY"), "");
+  EXPECT_EQ(env.Get("HPTEST_ENV_UNSET"), std::nullopt);
+  std::vector<std::string> names = env.NamesWithPrefix("HPTEST_ENV_");
+  std::sort(names.begin(), names.end());
+  EXPECT_THAT(names, ElementsAre("HPTEST_ENV_EMPTY", "HPTEST_ENV_ONE"));
+  unsetenv("HPTEST_ENV_ONE");
+  unsetenv("HPTEST_ENV_EMPTY");
+  EXPECT_EQ(env.Get("HPTEST_ENV_ONE"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace haltpool
