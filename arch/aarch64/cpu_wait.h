@@ -87,30 +87,25 @@ inline uint32_t LoadExclusive(const std::atomic<uint32_t>& word) noexcept {
   return v;
 }
 
-inline uint32_t WaitWfe(const std::atomic<uint32_t>& word, uint32_t old,
-                        uint64_t deadline) noexcept {
+// LDAXR arms the monitor, then WFE (bounded by the event stream) or WFET
+// (bounded by the deadline itself) until the word changes or time is up.
+template <bool kTimed>
+inline uint32_t WaitForEvent(const std::atomic<uint32_t>& word, uint32_t old,
+                             uint64_t deadline) noexcept {
   for (;;) {
     uint32_t v = LoadExclusive(word);
     if (v != old || ReadCycles() >= deadline) {
       asm volatile("clrex" ::: "memory");
       return v;
     }
-    asm volatile("wfe" ::: "memory");  // The event stream bounds this.
-  }
-}
-
-inline uint32_t WaitWfet(const std::atomic<uint32_t>& word, uint32_t old,
-                         uint64_t deadline) noexcept {
-  for (;;) {
-    uint32_t v = LoadExclusive(word);
-    if (v != old || ReadCycles() >= deadline) {
-      asm volatile("clrex" ::: "memory");
-      return v;
+    if constexpr (kTimed) {
+      // WFET x<n>: 0xd5031000 | n. Spelled as an encoding so older
+      // assemblers build it; the deadline is absolute in CNTVCT units.
+      register uint64_t x0 asm("x0") = deadline;
+      asm volatile(".inst 0xd5031000" : : "r"(x0) : "memory");
+    } else {
+      asm volatile("wfe" ::: "memory");
     }
-    // WFET x<n>: 0xd5031000 | n. Spelled as an encoding so older assemblers
-    // build it; the deadline is absolute in CNTVCT units.
-    register uint64_t x0 asm("x0") = deadline;
-    asm volatile(".inst 0xd5031000" : : "r"(x0) : "memory");
   }
 }
 
@@ -135,9 +130,9 @@ inline uint32_t Wait(WaitMechanism m, const std::atomic<uint32_t>& word,
                      uint32_t old, uint64_t deadline) noexcept {
   switch (m) {
     case WaitMechanism::kWfet:
-      return WaitWfet(word, old, deadline);
+      return WaitForEvent</*kTimed=*/true>(word, old, deadline);
     case WaitMechanism::kWfe:
-      return WaitWfe(word, old, deadline);
+      return WaitForEvent</*kTimed=*/false>(word, old, deadline);
     case WaitMechanism::kYield:
       return WaitYield(word, old, deadline, /*yield=*/true);
     default:
