@@ -75,12 +75,13 @@ TEST(PoolMemory, SubmitRunParkAndUnparkAllocateNothing) {
 TEST(PoolMemory, TasksSubmittedFromWorkersAllocateNothing) {
   auto pool = MakePool(2);
   struct Round {
+    explicit Round(ThreadPool* p) : pool(p) {}
     ThreadPool* pool;
     TaskGroup group;
     std::atomic<int64_t> sum{0};
   };
   auto round = [&] {
-    Round r{pool.get()};
+    Round r(pool.get());
     Round* rp = &r;  // One pointer of captures: inline.
     ASSERT_TRUE(r.pool
                     ->Submit(r.group,
