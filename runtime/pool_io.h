@@ -12,9 +12,12 @@
 
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <utility>
 
 #include "runtime/io/io_reactor.h"
 
@@ -32,7 +35,9 @@ class PoolIo {
         exceptions_(exceptions) {}
 
   // As IoReactor's methods of the same names; only on the worker that
-  // obtained this PoolIo. Callbacks run later on that worker.
+  // obtained this PoolIo. Callbacks run later on that worker, never nested:
+  // a callback that waits for a group (ThreadPool::Wait) runs other tasks
+  // meanwhile, but its worker's other I/O callbacks only after it returns.
   void Accept(int listen_fd, IoCallback cb) {
     reactor_->Accept(listen_fd, Guard(std::move(cb)));
   }

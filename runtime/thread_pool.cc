@@ -18,6 +18,10 @@
 namespace haltpool {
 namespace {
 
+// Tasks a worker runs between two looks at its I/O when it always has work:
+// Tokio's event_interval (61) in spirit; a power of two near it.
+constexpr uint32_t kTasksPerIoCheck = 64;
+
 thread_local const ThreadPool* tls_pool = nullptr;
 thread_local int tls_worker = -1;
 
@@ -59,6 +63,11 @@ struct ThreadPool::Worker {
   std::string io_backend;  // Written once by the worker; read after.
   std::string io_note;
   std::atomic<bool> io_made{false};
+  // Whether the reactor shows ready completions without a system call
+  // (io_uring's completion ring; not epoll's readiness), so polling it works.
+  bool io_pollable = false;
+  uint32_t tasks_since_io = 0;   // Tasks run since I/O was last reaped.
+  bool in_io_callbacks = false;  // Inside ReapCompletions (not reentrant).
 };
 
 namespace {
@@ -240,6 +249,7 @@ absl::StatusOr<PoolIo> ThreadPool::Io() {
     } else {
       w->io = *std::move(io);
       w->io_backend = std::string(w->io->name());
+      w->io_pollable = w->io_backend == "io_uring";
       w->io_wait = std::make_unique<ReactorWait>(w->io.get());
       w->io_made.store(true, std::memory_order_release);
     }
@@ -249,9 +259,13 @@ absl::StatusOr<PoolIo> ThreadPool::Io() {
 }
 
 bool ThreadPool::RunIo(Worker& w, bool reap_idle) {
-  if (w.io == nullptr || w.io->in_flight() == 0) return false;
+  if (w.io == nullptr || w.io->in_flight() == 0 || w.in_io_callbacks) {
+    return false;
+  }
   if (!reap_idle && !w.io->CompletionReady()) return false;
+  w.in_io_callbacks = true;
   const int ran = w.io->ReapCompletions();
+  w.in_io_callbacks = false;
   if (ran <= 0) return false;
   w.io_callbacks.store(w.io_callbacks.load(std::memory_order_relaxed) + ran,
                        std::memory_order_relaxed);
@@ -259,7 +273,12 @@ bool ThreadPool::RunIo(Worker& w, bool reap_idle) {
 }
 
 bool ThreadPool::RunOne(Worker& w) {
-  if (RunIo(w, /*reap_idle=*/false)) return true;
+  // Completions that are visibly ready run first; every so many tasks the
+  // reactor is asked anyway (queued submissions, epoll's readiness), so a
+  // worker that always has tasks still serves its I/O, as Go and Tokio do.
+  const bool io_due = ++w.tasks_since_io >= kTasksPerIoCheck;
+  if (io_due) w.tasks_since_io = 0;
+  if (RunIo(w, /*reap_idle=*/io_due)) return true;
   if (timers_.next_deadline() <= arch::MonotonicNowNs()) {
     timers_.PopDue(arch::MonotonicNowNs(), w.due);
     for (Task& t : w.due) w.local.Push(Job{std::move(t), nullptr});
@@ -305,8 +324,13 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
       num_pollers_.fetch_add(1, std::memory_order_relaxed) < max_pollers_;
   if (!poll) num_pollers_.fetch_sub(1, std::memory_order_relaxed);
   idle::ExternalWait* external =
-      w.io != nullptr && w.io->in_flight() != 0 ? w.io_wait.get() : nullptr;
-  w.parker->Park(deadline, poll, external);
+      w.io != nullptr && w.io->in_flight() != 0 && !w.in_io_callbacks
+          ? w.io_wait.get()
+          : nullptr;
+  // epoll's readiness cannot be polled without a system call: a worker
+  // waiting on it blocks in epoll_wait at once instead of polling blind.
+  const bool may_poll = poll && (external == nullptr || w.io_pollable);
+  w.parker->Park(deadline, may_poll, external);
   if (poll) num_pollers_.fetch_sub(1, std::memory_order_relaxed);
   retire();
   if (keeper) {

@@ -1,0 +1,492 @@
+// examples/echo_server: a TCP echo server on the pool's I/O. Shows how a
+// server starts socket operations from tasks (ThreadPool::Io()), keeps each
+// connection on the worker that accepted it, and shuts down cleanly on
+// SIGINT or SIGTERM.
+//
+// ./bazelw run //examples:echo_server -- --port=7777
+//
+// Design. One acceptor per worker: at start, one task per worker starts an
+// Accept on the shared listening socket through its own worker's reactor,
+// and every connection it accepts is served on that worker (completions run
+// on the worker that started the operation), so connections spread over the
+// workers as the kernel hands them to the pending accepts, with no locking
+// between workers on the data path. Each connection is a heap record with a
+// 16 KiB buffer: Recv, Send what came (looping on partial sends), Recv
+// again; end of stream or an error closes and frees it.
+//
+// Shutdown. main() blocks SIGINT and SIGTERM before the pool starts (the
+// workers inherit the mask) and waits for them in sigwait(). Then: stop
+// accepting (shutdown() of the listening socket completes every pending
+// Accept with an error), shutdown() every open connection (their pending
+// Recv and Send complete), wait until no connection and no acceptor is
+// left, shut the pool down, print its statistics and the totals. Nothing is
+// in flight when the pool stops, so no callback is dropped by a reactor's
+// destructor.
+//
+// Exit status: 0 after a clean shutdown; 1 if the server could not start or
+// connections were still open when the drain timed out; 2 on a bad flag.
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "runtime/io/io_backend.h"
+#include "runtime/pool_io.h"
+#include "runtime/pool_stats.h"
+#include "runtime/thread_pool.h"
+
+namespace {
+
+// The port when --port is not given: an unassigned one, easy to type.
+constexpr int kDefaultPort = 7777;
+
+// Bytes a connection receives at once: as much as one TCP segment train on
+// loopback usually delivers, small enough for thousands of connections.
+constexpr size_t kBufferBytes = 16 * 1024;
+
+// How long shutdown waits for connections and acceptors to finish. Every
+// pending operation completes as soon as its socket is shut down, so this
+// only bounds a bug; two seconds is what an operator waits for Ctrl-C.
+constexpr absl::Duration kDrainTimeout = absl::Seconds(2);
+
+// How long each start-up task holds its worker waiting for the others, so
+// that the acceptors land on distinct workers. Past it (a worker not
+// scheduled for a second), the ones that arrived go on alone.
+constexpr absl::Duration kSpreadTimeout = absl::Seconds(1);
+
+// Pause before accepting again after a failure that may pass by itself
+// (EMFILE, ENFILE, ENOBUFS, ENOMEM), instead of spinning on it.
+constexpr int64_t kAcceptRetryNs = 10 * 1000 * 1000;
+
+// --workers above this is taken for a typo; the pool itself has no limit.
+constexpr int kMaxWorkers = 1024;
+
+constexpr absl::string_view kProtocols = "echo";
+
+constexpr char kUsage[] =
+    "usage: echo_server [--help] [--port=N] [--protocol=echo] [--workers=N] "
+    "[--io=auto|uring|epoll]\n"
+    "  --port=N       TCP port to listen on, 0-65535 (default 7777; 0: a "
+    "free port, printed)\n"
+    "  --protocol=P   what to speak: echo (default echo)\n"
+    "  --workers=N    pool workers, 1-1024 (default: one per usable CPU)\n"
+    "  --io=B         I/O backend: auto, uring or epoll (default auto)\n";
+
+struct Flags {
+  bool help = false;  // --help: print the usage and exit 0.
+  int port = kDefaultPort;
+  std::string protocol = "echo";
+  int workers = 0;  // 0: the pool's default.
+  haltpool::IoBackend io = haltpool::IoBackend::kAuto;
+};
+
+// Parses --name=value flags. InvalidArgument naming the flag, the value and
+// what is accepted; the caller prints it with the usage.
+absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
+  Flags flags;
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    if (arg == "--help") {
+      flags.help = true;
+      continue;
+    }
+    const size_t eq = arg.find('=');
+    if (!absl::StartsWith(arg, "--") || eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unexpected argument '", arg,
+                       "'; flags are --port, --protocol, --workers, --io, "
+                       "each as --name=value"));
+    }
+    const absl::string_view name = arg.substr(0, eq);
+    const absl::string_view value = arg.substr(eq + 1);
+    if (name == "--port") {
+      if (!absl::SimpleAtoi(value, &flags.port) || flags.port < 0 ||
+          flags.port > 65535) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--port='", value, "' is not a port; accepted: 0 to 65535"));
+      }
+    } else if (name == "--protocol") {
+      if (value != "echo") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--protocol='", value,
+                         "' is not a known protocol; accepted: ", kProtocols));
+      }
+      flags.protocol = std::string(value);
+    } else if (name == "--workers") {
+      if (!absl::SimpleAtoi(value, &flags.workers) || flags.workers < 1 ||
+          flags.workers > kMaxWorkers) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--workers='", value,
+                         "' is out of range; accepted: 1 to ", kMaxWorkers));
+      }
+    } else if (name == "--io") {
+      absl::StatusOr<haltpool::IoBackend> io = haltpool::ParseIoBackend(value);
+      if (!io.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--io: ", io.status().message()));
+      }
+      flags.io = *io;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag '", name,
+                       "'; accepted: --port, --protocol, --workers, --io"));
+    }
+  }
+  return flags;
+}
+
+// A TCP socket listening on 0.0.0.0:`port` (0: a free port), SOCK_CLOEXEC,
+// blocking; the port it got goes to `bound_port`.
+absl::StatusOr<int> Listen(int port, int* bound_port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::ErrnoToStatus(errno, "socket failed");
+  const int one = 1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  socklen_t len = sizeof(addr);
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+      bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) < 0 ||
+      listen(fd, SOMAXCONN) < 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) < 0) {
+    const int error = errno;
+    close(fd);
+    return absl::ErrnoToStatus(error,
+                               absl::StrCat("cannot listen on 0.0.0.0:", port));
+  }
+  *bound_port = ntohs(addr.sin_port);
+  return fd;
+}
+
+// The server: its acceptors, its open connections and its totals. Created
+// and stopped by main(); its callbacks run on the pool's workers.
+class EchoServer {
+ public:
+  // Serves `listen_fd` (owned by the caller, open until after Stop) on
+  // `pool`'s workers.
+  EchoServer(haltpool::ThreadPool* pool, int listen_fd)
+      : pool_(pool), listen_fd_(listen_fd) {}
+
+  // Starts one acceptor per worker and returns the I/O backend's name once
+  // every one is accepting. Fails with the reactor's setup error (io=uring
+  // without io_uring). Blocks up to about kSpreadTimeout; main thread only,
+  // once.
+  absl::StatusOr<std::string> Start();
+
+  // Stops accepting, shuts down every open connection, and waits up to
+  // `timeout` until no connection and no acceptor is left. True if that
+  // happened in time. Main thread only, once, after Start.
+  bool Stop(absl::Duration timeout);
+
+  uint64_t connections_served() const {
+    return served_.load(std::memory_order_relaxed);
+  }
+  uint64_t bytes_echoed() const {
+    return echoed_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  struct Acceptor;
+  struct Connection;
+
+  // The body of each start-up task.
+  void StartOnWorker(int workers);
+  // Takes a freshly accepted `fd`: serves it on `io`'s worker, or closes it
+  // if the server is stopping.
+  void Serve(haltpool::PoolIo io, int fd);
+  // Forgets and closes `fd`. Under the mutex, so that Stop never shuts down
+  // a number that has been closed and reused.
+  void CloseConnection(int fd);
+  void AcceptorEnded();
+  bool stopping() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stopping_;
+  }
+
+  haltpool::ThreadPool* const pool_;
+  const int listen_fd_;
+  std::atomic<uint64_t> served_{0};
+  std::atomic<uint64_t> echoed_{0};
+
+  // std::mutex, not absl::Mutex: the system's absl is not built for
+  // ThreadSanitizer, which would not see its synchronization.
+  mutable std::mutex mu_;
+  std::condition_variable changed_;     // Any field below changed.
+  bool stopping_ = false;               // Guarded by mu_.
+  std::unordered_set<int> open_;        // Guarded by mu_.
+  int acceptors_ = 0;                   // Guarded by mu_.
+  int arrived_ = 0;                     // Start-up tasks running; mu_.
+  int started_ = 0;                     // Start-up tasks done; mu_.
+  std::vector<bool> worker_accepting_;  // By worker index; mu_.
+  absl::Status start_error_;            // Guarded by mu_.
+  std::string backend_;                 // Guarded by mu_.
+};
+
+// Accepts connections on one worker until the listening socket fails.
+struct EchoServer::Acceptor {
+  EchoServer* server;
+  haltpool::PoolIo io;
+
+  void Next() {
+    io.Accept(server->listen_fd_, [this](int result) { OnAccept(result); });
+  }
+
+  void OnAccept(int result) {
+    if (result >= 0) server->Serve(io, result);
+    if (server->stopping() || result == -EINVAL || result == -EBADF) {
+      End();  // Stop shut the listening socket down, or it is gone.
+    } else if (result == -EMFILE || result == -ENFILE || result == -ENOBUFS ||
+               result == -ENOMEM) {
+      fprintf(stderr, "echo_server: accept: %s; retrying in %lld ms\n",
+              strerror(-result),
+              static_cast<long long>(kAcceptRetryNs / 1000000));
+      io.Timeout(kAcceptRetryNs, [this](int) {
+        if (server->stopping()) {
+          End();
+        } else {
+          Next();
+        }
+      });
+    } else {
+      Next();  // A connection, or one that was aborted before we took it.
+    }
+  }
+
+  void End() {
+    EchoServer* s = server;
+    delete this;
+    s->AcceptorEnded();
+  }
+};
+
+// One client: receives into `buf`, sends it back, again.
+struct EchoServer::Connection {
+  Connection(EchoServer* s, haltpool::PoolIo i, int f)
+      : server(s), io(i), fd(f) {}
+
+  EchoServer* const server;
+  haltpool::PoolIo io;
+  const int fd;
+  size_t len = 0;   // Bytes in buf.
+  size_t sent = 0;  // Of those, sent back so far.
+  char buf[kBufferBytes];
+
+  void Recv() {
+    io.Recv(fd, buf, sizeof(buf), [this](int result) {
+      if (result <= 0) return Close();  // End of stream or an error.
+      len = static_cast<size_t>(result);
+      sent = 0;
+      SendRest();
+    });
+  }
+
+  void SendRest() {
+    io.Send(fd, buf + sent, len - sent, [this](int result) {
+      if (result <= 0) return Close();  // -EPIPE, -ECONNRESET, shut down.
+      server->echoed_.fetch_add(static_cast<uint64_t>(result),
+                                std::memory_order_relaxed);
+      sent += static_cast<size_t>(result);
+      if (sent < len) return SendRest();
+      Recv();
+    });
+  }
+
+  void Close() {
+    server->CloseConnection(fd);
+    delete this;
+  }
+};
+
+absl::StatusOr<std::string> EchoServer::Start() {
+  const int workers = pool_->size();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    worker_accepting_.assign(workers, false);
+  }
+  for (int i = 0; i < workers; ++i) {
+    absl::Status s = pool_->Submit([this, workers] { StartOnWorker(workers); });
+    if (!s.ok()) return s;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait(lock, [this, workers] { return started_ == workers; });
+  if (!start_error_.ok()) return start_error_;
+  return backend_;
+}
+
+void EchoServer::StartOnWorker(int workers) {
+  {
+    // Hold this worker until every start-up task runs: a worker running
+    // one cannot run another, so they land on distinct workers.
+    std::unique_lock<std::mutex> lock(mu_);
+    ++arrived_;
+    changed_.notify_all();
+    changed_.wait_for(lock, absl::ToChronoMilliseconds(kSpreadTimeout),
+                      [this, workers] { return arrived_ >= workers; });
+  }
+  absl::StatusOr<haltpool::PoolIo> io = pool_->Io();
+  const int worker = haltpool::ThreadPool::CurrentWorkerIndex();
+  Acceptor* acceptor = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!io.ok()) {
+      start_error_ = io.status();
+    } else if (!worker_accepting_[worker]) {
+      worker_accepting_[worker] = true;
+      backend_ = std::string(io->backend());
+      ++acceptors_;
+      acceptor = new Acceptor{this, *io};
+    }
+  }
+  if (acceptor != nullptr) acceptor->Next();
+  std::lock_guard<std::mutex> lock(mu_);
+  ++started_;
+  changed_.notify_all();
+}
+
+void EchoServer::Serve(haltpool::PoolIo io, int fd) {
+  bool refused = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) {
+      open_.insert(fd);
+      served_.fetch_add(1, std::memory_order_relaxed);
+      refused = false;
+    }
+  }
+  if (refused) {
+    close(fd);  // Accepted while stopping: Stop has shut the others down.
+    return;
+  }
+  // Registered: from now on only the connection itself closes `fd`.
+  (new Connection(this, io, fd))->Recv();
+}
+
+void EchoServer::CloseConnection(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  open_.erase(fd);
+  close(fd);
+  changed_.notify_all();
+}
+
+void EchoServer::AcceptorEnded() {
+  std::lock_guard<std::mutex> lock(mu_);
+  --acceptors_;
+  changed_.notify_all();
+}
+
+bool EchoServer::Stop(absl::Duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  stopping_ = true;
+  // Pending Accepts complete with -EINVAL; pending Recvs with 0 and Sends
+  // with -EPIPE, so every callback runs and frees its record.
+  shutdown(listen_fd_, SHUT_RDWR);
+  for (int fd : open_) shutdown(fd, SHUT_RDWR);
+  return changed_.wait_for(lock, absl::ToChronoMilliseconds(timeout),
+                           [this] { return open_.empty() && acceptors_ == 0; });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::StatusOr<Flags> flags = ParseFlags(argc, argv);
+  if (!flags.ok()) {
+    fprintf(stderr, "echo_server: %s\n%s",
+            std::string(flags.status().message()).c_str(), kUsage);
+    return 2;
+  }
+  if (flags->help) {
+    printf("%s", kUsage);
+    return 0;
+  }
+
+  // Before any thread exists, so every worker inherits the mask and the
+  // signals wait for sigwait() below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  if (int e = pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr); e != 0) {
+    fprintf(stderr, "echo_server: pthread_sigmask: %s\n", strerror(e));
+    return 1;
+  }
+
+  int port = 0;
+  absl::StatusOr<int> listen_fd = Listen(flags->port, &port);
+  if (!listen_fd.ok()) {
+    fprintf(stderr, "echo_server: %s\n",
+            std::string(listen_fd.status().message()).c_str());
+    return 1;
+  }
+
+  haltpool::PoolOptions options;
+  options.workers = flags->workers;
+  options.io = flags->io;
+  absl::StatusOr<std::unique_ptr<haltpool::ThreadPool>> pool =
+      haltpool::ThreadPool::Create(options);
+  if (!pool.ok()) {
+    fprintf(stderr, "echo_server: %s\n",
+            std::string(pool.status().message()).c_str());
+    return 1;
+  }
+
+  EchoServer server(pool->get(), *listen_fd);
+  absl::StatusOr<std::string> backend = server.Start();
+  if (!backend.ok()) {
+    fprintf(stderr, "echo_server: --io=%s: %s\n",
+            std::string(haltpool::IoBackendName(flags->io)).c_str(),
+            std::string(backend.status().message()).c_str());
+    // Acceptors that did start hold operations in flight: stop them first.
+    server.Stop(kDrainTimeout);
+    (*pool)->Shutdown();
+    return 1;
+  }
+  printf("echo_server: listening on 0.0.0.0:%d (io: %s)\n", port,
+         backend->c_str());
+  fflush(stdout);
+
+  int signal_number = 0;
+  while (sigwait(&stop_signals, &signal_number) != 0) {
+  }
+  printf("echo_server: %s, shutting down\n", strsignal(signal_number));
+  fflush(stdout);
+
+  const bool drained = server.Stop(kDrainTimeout);
+  if (!drained) {
+    fprintf(stderr,
+            "echo_server: connections still open after %s; the pool's "
+            "shutdown cancels their I/O\n",
+            absl::FormatDuration(kDrainTimeout).c_str());
+  }
+  (*pool)->Shutdown();
+  close(*listen_fd);
+
+  printf("\n%s\n", haltpool::FormatPoolStatsText((*pool)->Stats()).c_str());
+  printf("echo_server: served %llu connections, echoed %llu bytes\n",
+         static_cast<unsigned long long>(server.connections_served()),
+         static_cast<unsigned long long>(server.bytes_echoed()));
+  fflush(stdout);
+  return drained ? 0 : 1;
+}
