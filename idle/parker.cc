@@ -53,7 +53,7 @@ void Parker::Consume() noexcept {
   word_->state_.exchange(WakeWord::kEmpty, std::memory_order_acquire);
 }
 
-bool Parker::Poll(int64_t until_ns) noexcept {
+uint32_t Parker::EnterPolling() noexcept {
   std::atomic<uint32_t>& state = word_->state_;
   uint32_t cur = state.load(std::memory_order_relaxed);
   // kPolling carries over from a poll that ran out its window.
@@ -62,7 +62,28 @@ bool Parker::Poll(int64_t until_ns) noexcept {
                                     std::memory_order_relaxed)) {
     cur = WakeWord::kPolling;
   }
-  if (cur & WakeWord::kNotified) {
+  return cur;
+}
+
+bool Parker::EnterSleeping(uint32_t sleeping) noexcept {
+  std::atomic<uint32_t>& state = word_->state_;
+  // kEmpty or kPolling -> `sleeping`. Failing means a waker set kNotified:
+  // this re-check is what keeps a wake from being lost on the way to sleep.
+  // Release: a waker that sees `sleeping` also sees elsewhere_.
+  uint32_t cur = state.load(std::memory_order_relaxed);
+  do {
+    if (cur & WakeWord::kNotified) {
+      Consume();
+      return false;
+    }
+  } while (!state.compare_exchange_weak(
+      cur, sleeping, std::memory_order_release, std::memory_order_relaxed));
+  return true;
+}
+
+bool Parker::Poll(int64_t until_ns) noexcept {
+  std::atomic<uint32_t>& state = word_->state_;
+  if (EnterPolling() & WakeWord::kNotified) {
     Consume();
     return true;
   }
@@ -76,16 +97,7 @@ bool Parker::Poll(int64_t until_ns) noexcept {
 
 bool Parker::Block(int64_t until_ns) noexcept {
   std::atomic<uint32_t>& state = word_->state_;
-  // kEmpty or kPolling -> kSleeping. Failing means a waker set kNotified:
-  // this re-check is what keeps a wake from being lost on the way to sleep.
-  uint32_t cur = state.load(std::memory_order_relaxed);
-  do {
-    if (cur & WakeWord::kNotified) {
-      Consume();
-      return true;
-    }
-  } while (!state.compare_exchange_weak(cur, WakeWord::kSleeping,
-                                        std::memory_order_relaxed));
+  if (!EnterSleeping(WakeWord::kSleeping)) return true;
   for (;;) {
     // The kernel sleeps only while the word still says kSleeping.
     const arch::FutexWaitResult r = arch::FutexWaitUntil(
@@ -110,12 +122,7 @@ bool Parker::Block(int64_t until_ns) noexcept {
 
 bool Parker::PollWith(ExternalWait& external, int64_t until_ns) noexcept {
   std::atomic<uint32_t>& state = word_->state_;
-  uint32_t cur = state.load(std::memory_order_relaxed);
-  if (cur == WakeWord::kEmpty &&
-      state.compare_exchange_strong(cur, WakeWord::kPolling,
-                                    std::memory_order_relaxed)) {
-    cur = WakeWord::kPolling;
-  }
+  uint32_t cur = EnterPolling();
   // Two things to watch, so no monitor instruction: a relax loop.
   for (int i = 0;; ++i) {
     if (cur & WakeWord::kNotified) {
@@ -139,16 +146,7 @@ bool Parker::PollWith(ExternalWait& external, int64_t until_ns) noexcept {
 bool Parker::BlockIn(ExternalWait& external, int64_t until_ns) noexcept {
   std::atomic<uint32_t>& state = word_->state_;
   word_->elsewhere_.store(&external, std::memory_order_release);
-  // As Block: the move to sleeping re-checks for a wake.
-  uint32_t cur = state.load(std::memory_order_relaxed);
-  do {
-    if (cur & WakeWord::kNotified) {
-      Consume();
-      return true;
-    }
-  } while (!state.compare_exchange_weak(cur, WakeWord::kSleepingElsewhere,
-                                        std::memory_order_release,
-                                        std::memory_order_relaxed));
+  if (!EnterSleeping(WakeWord::kSleepingElsewhere)) return true;
   const bool event = external.Block(until_ns);
   uint32_t sleeping = WakeWord::kSleepingElsewhere;
   if (state.compare_exchange_strong(sleeping, WakeWord::kEmpty,

@@ -141,6 +141,13 @@ class Parker {
   bool PollWith(ExternalWait& external, int64_t until_ns) noexcept;
   bool BlockIn(ExternalWait& external, int64_t until_ns) noexcept;
 
+  // kEmpty -> kPolling (or kPolling kept); returns the word as it then is,
+  // kNotified possibly set.
+  uint32_t EnterPolling() noexcept;
+  // kEmpty or kPolling -> `sleeping`, unless a wake is pending: then takes
+  // it and returns false.
+  bool EnterSleeping(uint32_t sleeping) noexcept;
+
   // Takes the pending wake: the word goes back to kEmpty.
   void Consume() noexcept;
 
