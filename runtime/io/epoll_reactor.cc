@@ -20,10 +20,6 @@ namespace {
 constexpr int64_t kNsPerSecond = 1000000000;
 constexpr int64_t kNsPerMs = 1000000;
 
-// Records allocated at once when the free list runs dry; the list never
-// shrinks. A guess: a worker's usual number of operations in flight.
-constexpr size_t kSlabOps = 32;
-
 // Ready fds taken per epoll_wait; more are taken by the next call. A guess.
 constexpr int kMaxEvents = 64;
 
@@ -105,21 +101,11 @@ absl::StatusOr<std::unique_ptr<EpollReactor>> EpollReactor::Create() {
 EpollReactor::~EpollReactor() {
   if (wake_fd_ >= 0) close(wake_fd_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
-  // slabs_ destroys the callbacks of operations still in flight.
+  // ops_ destroys the callbacks of operations still in flight.
 }
 
 EpollReactor::Op* EpollReactor::NewOp(IoCallback cb) {
-  if (free_ == nullptr) {
-    auto slab = std::make_unique<Op[]>(kSlabOps);
-    for (size_t i = 0; i < kSlabOps; ++i) {
-      slab[i].next = free_;
-      free_ = &slab[i];
-    }
-    slabs_.push_back(std::move(slab));
-  }
-  Op* op = free_;
-  free_ = op->next;
-  op->next = nullptr;
+  Op* op = ops_.Take();
   op->cb = std::move(cb);
   ++in_flight_;
   return op;
@@ -127,8 +113,7 @@ EpollReactor::Op* EpollReactor::NewOp(IoCallback cb) {
 
 void EpollReactor::Release(Op* op) noexcept {
   op->cb = nullptr;
-  op->next = free_;
-  free_ = op;
+  ops_.Put(op);
   --in_flight_;
 }
 

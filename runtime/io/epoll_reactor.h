@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "runtime/io/io_reactor.h"
+#include "runtime/io/op_pool.h"
 
 namespace haltpool {
 
@@ -119,8 +120,7 @@ class EpollReactor final : public IoReactor {
   std::vector<FdWaiters> fds_;  // Indexed by fd.
   // Timeouts: (absolute CLOCK_MONOTONIC deadline, op), a min-heap.
   std::vector<std::pair<int64_t, Op*>> timers_;
-  Op* free_ = nullptr;
-  std::vector<std::unique_ptr<Op[]>> slabs_;
+  OpPool<Op> ops_;
 };
 
 }  // namespace haltpool

@@ -24,10 +24,6 @@ constexpr int64_t kNsPerSecond = 1000000000;
 constexpr uint64_t kWakeTag = 1;
 constexpr uint64_t kCancelTag = 2;
 
-// Records allocated at once when the free list runs dry; the list never
-// shrinks. A guess: a worker's usual number of operations in flight.
-constexpr size_t kSlabOps = 32;
-
 // The most one read or write transfers on Linux (MAX_RW_COUNT: INT_MAX
 // rounded down to a page); it also keeps lengths within the SQE's 32 bits.
 constexpr size_t kMaxIoBytes = 0x7ffff000;
@@ -159,11 +155,9 @@ void UringReactor::CancelAll() noexcept {
     io_uring_prep_cancel64(sqe, data, 0);
     io_uring_sqe_set_data64(sqe, kCancelTag);
   };
-  for (const std::unique_ptr<Op[]>& slab : slabs_) {
-    for (size_t i = 0; i < kSlabOps; ++i) {
-      if (slab[i].in_flight) cancel(reinterpret_cast<uint64_t>(&slab[i]));
-    }
-  }
+  ops_.ForEach([&](Op& op) {
+    if (op.in_flight) cancel(reinterpret_cast<uint64_t>(&op));
+  });
   if (wake_armed_) cancel(kWakeTag);
   SubmitPending();
 
@@ -187,17 +181,7 @@ void UringReactor::CancelAll() noexcept {
 }
 
 UringReactor::Op* UringReactor::NewOp(IoCallback cb) {
-  if (free_ == nullptr) {
-    auto slab = std::make_unique<Op[]>(kSlabOps);
-    for (size_t i = 0; i < kSlabOps; ++i) {
-      slab[i].next = free_;
-      free_ = &slab[i];
-    }
-    slabs_.push_back(std::move(slab));
-  }
-  Op* op = free_;
-  free_ = op->next;
-  op->next = nullptr;
+  Op* op = ops_.Take();
   op->cb = std::move(cb);
   op->in_flight = true;
   ++in_flight_;
@@ -207,8 +191,7 @@ UringReactor::Op* UringReactor::NewOp(IoCallback cb) {
 void UringReactor::Drop(Op* op) noexcept {
   op->cb = nullptr;
   op->in_flight = false;
-  op->next = free_;
-  free_ = op;
+  ops_.Put(op);
   --in_flight_;
 }
 

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "runtime/io/io_reactor.h"
+#include "runtime/io/op_pool.h"
 
 namespace haltpool {
 
@@ -99,10 +100,9 @@ class UringReactor final : public IoReactor {
   bool wake_armed_ = false;    // A POLL_ADD on wake_fd_ is queued or in flight.
   bool wake_pending_ = false;  // Its CQE came; WaitUntil has not taken it.
   size_t in_flight_ = 0;
-  Op* free_ = nullptr;
+  OpPool<Op> ops_;
   Op* backlog_head_ = nullptr;  // Started, not yet in the SQ (it was full).
   Op* backlog_tail_ = nullptr;
-  std::vector<std::unique_ptr<Op[]>> slabs_;
 };
 
 }  // namespace haltpool
