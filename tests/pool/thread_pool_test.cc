@@ -228,3 +228,35 @@ TEST(ThreadPool, StatsCountElidedWakes) {
 
 }  // namespace
 }  // namespace haltpool
+
+namespace haltpool {
+namespace {
+
+TEST(PoolStatsFormat, TextAndJsonCarryEveryWorker) {
+  PoolOptions o;
+  o.workers = 2;
+  auto pool = *ThreadPool::Create(o, MapEnvironment());
+  TaskGroup g;
+  ASSERT_TRUE(pool->Submit(g, [] {}).ok());
+  pool->Wait(g);
+  const PoolStats stats = pool->Stats();
+  const std::string json = FormatPoolStatsJson(stats);
+  EXPECT_EQ(
+      json.rfind("{\"timers_cancelled\":0,\"max_pollers\":1,\"workers\":[", 0),
+      0u)
+      << json;
+  EXPECT_NE(json.find("{\"index\":0,"), std::string::npos) << json;
+  EXPECT_NE(json.find("{\"index\":1,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"idle\":{\"label\":\"worker 1\""), std::string::npos)
+      << json;
+  EXPECT_EQ(json.back(), '}');
+  const std::string text = FormatPoolStatsText(stats);
+  EXPECT_NE(text.find("analyzing worker 0:"), std::string::npos) << text;
+  EXPECT_NE(text.find("analyzing worker 1:"), std::string::npos) << text;
+  EXPECT_NE(text.find("Tasks: "), std::string::npos) << text;
+  EXPECT_NE(text.find("Timers cancelled at shutdown: 0"), std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace haltpool
