@@ -63,9 +63,6 @@ struct ThreadPool::Worker {
   std::string io_backend;  // Written once by the worker; read after.
   std::string io_note;
   std::atomic<bool> io_made{false};
-  // Whether the reactor shows ready completions without a system call
-  // (io_uring's completion ring; not epoll's readiness), so polling it works.
-  bool io_pollable = false;
   uint32_t tasks_since_io = 0;   // Tasks run since I/O was last reaped.
   bool in_io_callbacks = false;  // Inside ReapCompletions (not reentrant).
 };
@@ -249,7 +246,6 @@ absl::StatusOr<PoolIo> ThreadPool::Io() {
     } else {
       w->io = *std::move(io);
       w->io_backend = std::string(w->io->name());
-      w->io_pollable = w->io_backend == "io_uring";
       w->io_wait = std::make_unique<ReactorWait>(w->io.get());
       w->io_made.store(true, std::memory_order_release);
     }
@@ -329,7 +325,8 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
           : nullptr;
   // epoll's readiness cannot be polled without a system call: a worker
   // waiting on it blocks in epoll_wait at once instead of polling blind.
-  const bool may_poll = poll && (external == nullptr || w.io_pollable);
+  const bool may_poll =
+      poll && (external == nullptr || w.io->completions_pollable());
   w.parker->Park(deadline, may_poll, external);
   if (poll) num_pollers_.fetch_sub(1, std::memory_order_relaxed);
   retire();

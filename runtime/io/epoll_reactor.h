@@ -57,6 +57,7 @@ class EpollReactor final : public IoReactor {
   size_t in_flight() const override { return in_flight_; }
   int ReapCompletions() noexcept override;
   bool CompletionReady() const noexcept override;
+  bool completions_pollable() const noexcept override { return false; }
   bool WaitUntil(int64_t deadline_ns) noexcept override;
   void Wake() noexcept override;
 

@@ -127,6 +127,11 @@ class IoReactor {
   // false does not mean that nothing is ready. Owner only.
   virtual bool CompletionReady() const noexcept = 0;
 
+  // True if CompletionReady() sees every completion (io_uring), so a waiter
+  // may poll it; false if some can only be found by a system call (epoll's
+  // readiness), so a waiter should block in WaitUntil instead. Any thread.
+  virtual bool completions_pollable() const noexcept = 0;
+
   // Sends queued operations to the kernel, then blocks until a completion
   // is ready (it does not run callbacks), Wake() is called, or
   // CLOCK_MONOTONIC reaches `deadline_ns` (INT64_MAX, arch::kNoDeadline: no

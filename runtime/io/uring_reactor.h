@@ -59,6 +59,7 @@ class UringReactor final : public IoReactor {
   size_t in_flight() const override { return in_flight_; }
   int ReapCompletions() noexcept override;
   bool CompletionReady() const noexcept override;
+  bool completions_pollable() const noexcept override { return true; }
   bool WaitUntil(int64_t deadline_ns) noexcept override;
   void Wake() noexcept override;
 
