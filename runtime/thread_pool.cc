@@ -212,9 +212,15 @@ void ThreadPool::WakeOne() noexcept {
   }
 }
 
+bool ThreadPool::TimerDue() const noexcept {
+  // No clock read while no timer is set: the common case on every task.
+  const int64_t next = timers_.next_deadline();
+  return next != arch::kNoDeadline && next <= arch::MonotonicNowNs();
+}
+
 bool ThreadPool::HasWork() const noexcept {
   if (injection_.size() != 0) return true;
-  if (timers_.next_deadline() <= arch::MonotonicNowNs()) return true;
+  if (TimerDue()) return true;
   for (const auto& w : workers_) {
     if (w->local.size() != 0) return true;
   }
@@ -275,7 +281,7 @@ bool ThreadPool::RunOne(Worker& w) {
   const bool io_due = ++w.tasks_since_io >= kTasksPerIoCheck;
   if (io_due) w.tasks_since_io = 0;
   if (RunIo(w, /*reap_idle=*/io_due)) return true;
-  if (timers_.next_deadline() <= arch::MonotonicNowNs()) {
+  if (TimerDue()) {
     timers_.PopDue(arch::MonotonicNowNs(), w.due);
     for (Task& t : w.due) w.local.Push(Job{std::move(t), nullptr});
     w.due.clear();

@@ -110,6 +110,8 @@ class ThreadPool {
   // One idle period: announce, re-check, park, retire.
   void IdleOnce(Worker& w, bool stop_ends_idle);
   bool HasWork() const noexcept;
+  // True if the earliest timer is due.
+  bool TimerDue() const noexcept;
   // Wakes one idle worker, a polling one if any.
   void WakeOne() noexcept;
   absl::Status Enqueue(Job job);
