@@ -210,6 +210,36 @@ std::string KnownNames() {
   return absl::StrJoin(names, ", ");
 }
 
+// The resolved value of variable `name`, spelled as in the environment.
+std::string Formatted(const Config& config, absl::string_view name) {
+  for (const Variable& v : Variables()) {
+    if (v.name == name) return v.format(config);
+  }
+  return "";
+}
+
+// Settings each valid alone that contradict each other, whichever of code
+// and environment set them. Named by variable, with the PoolOptions field.
+absl::Status CheckConsistency(const Config& c) {
+  const PoolOptions& o = c.pool;
+  const int64_t cap = o.idle.haltpoll.poll_ns;
+  if (o.idle.governor == "fixed" && o.idle.fixed_poll_ns > cap) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "HALTPOOL_FIXED_POLL_NS=", Formatted(c, "HALTPOOL_FIXED_POLL_NS"),
+        " (idle.fixed_poll_ns) is above the poll cap HALTPOOL_POLL_NS=",
+        Formatted(c, "HALTPOOL_POLL_NS"),
+        " (idle.haltpoll.poll_ns); accepted: a fixed window no longer than "
+        "the cap"));
+  }
+  if (o.workers > 0 && o.max_pollers > o.workers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "HALTPOOL_MAX_POLLERS=", o.max_pollers,
+        " (max_pollers) is more than HALTPOOL_WORKERS=", o.workers,
+        " (workers); accepted: 0 (half the workers) up to the worker count"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::string_view ValueSourceName(ValueSource source) {
@@ -274,6 +304,7 @@ absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
     }
     config.variables.push_back({std::string(v.name), "", source});
   }
+  if (absl::Status s = CheckConsistency(config); !s.ok()) return s;
   for (size_t i = 0; i < Variables().size(); ++i) {
     config.variables[i].value = Variables()[i].format(config);
   }

@@ -50,7 +50,8 @@ std::vector<VariableDoc> DocumentedVariables();
 // Resolves `code` (fields that differ from PoolOptions{} count as set by
 // code) under `env`. Fails with InvalidArgument on the first bad variable
 // ("HALTPOOL_POLL_NS='5x': unknown unit 'x'; accepted: ..."), on a
-// HALTPOOL_* variable that is not in the table, or on a bad code value.
+// HALTPOOL_* variable that is not in the table, on a bad code value, or on
+// settings that contradict each other (a fixed window above the poll cap).
 absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
                                      const Environment& env);
 

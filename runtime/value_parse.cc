@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace haltpool {
@@ -70,6 +71,9 @@ absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text, int64_t min_ns,
                     ? "not a duration"
                     : count.status().message(),
                 accepted);
+  }
+  if (scale == 0 && absl::StartsWith(unit, ".")) {
+    return Wrap("not a whole number", accepted);
   }
   if (scale == 0) {
     return Wrap(absl::StrCat("unknown unit '", unit, "'"), accepted);

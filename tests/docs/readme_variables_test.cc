@@ -36,7 +36,13 @@ TEST(ReadmeVariables, EveryVariableHasARowWithItsDefault) {
 }
 
 TEST(ReadmeVariables, ReadmeNamesNoUnknownVariable) {
-  const std::string readme = ReadReadme();
+  std::string readme = ReadReadme();
+  // The table of bad inputs names unknown variables on purpose.
+  const size_t bad = readme.find("### Bad inputs");
+  if (bad != std::string::npos) {
+    const size_t next = readme.find("\n#", bad + 1);
+    readme.erase(bad, next == std::string::npos ? next : next - bad);
+  }
   std::set<std::string> known;
   for (const VariableDoc& v : DocumentedVariables())
     known.insert(std::string(v.name));

@@ -329,7 +329,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Unknown unit, and a unit with no number.
         BadCase{"HALTPOOL_POLL_NS", "5x", {"unknown unit 'x'", kDurations}},
         BadCase{"HALTPOOL_POLL_NS", "5sec", {"unknown unit 'sec'"}},
-        BadCase{"HALTPOOL_POLL_NS", "1.5ms", {"unknown unit '.5ms'"}},
+        BadCase{"HALTPOOL_POLL_NS", "1.5ms", {"not a whole number"}},
         BadCase{"HALTPOOL_FIXED_POLL_NS", "us", {"not a duration"}},
         // A unit where none belongs.
         BadCase{"HALTPOOL_POLL_GROW", "2x", {"not a number"}},

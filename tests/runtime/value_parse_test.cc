@@ -78,7 +78,7 @@ TEST(ParseDuration, RejectsEveryBadInputClass) {
   ExpectDurationRejected("5x", "unknown unit 'x'");
   ExpectDurationRejected("5sec", "unknown unit 'sec'");
   ExpectDurationRejected("5 us", "unknown unit ' us'");
-  ExpectDurationRejected("1.5ms", "unknown unit '.5ms'");
+  ExpectDurationRejected("1.5ms", "not a whole number");
   ExpectDurationRejected("5US", "unknown unit 'US'");
   ExpectDurationRejected("5m", "unknown unit 'm'");
 }
