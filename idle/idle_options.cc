@@ -27,6 +27,10 @@ absl::Status ValidateIdleOptions(const IdleOptions& o) {
            CheckRange("haltpoll.grow_start", h.grow_start, 0, kMaxWindowNs),
            CheckRange("haltpoll.shrink", h.shrink, 0, kMaxFactor),
            CheckRange("fixed_poll_ns", o.fixed_poll_ns, 0, kMaxWindowNs),
+           CheckRange("block_exit_latency_ns", o.block_exit_latency_ns, 0,
+                      kMaxWindowNs),
+           CheckRange("block_target_residency_ns", o.block_target_residency_ns,
+                      0, kMaxWindowNs),
        }) {
     if (!s.ok()) return s;
   }

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "arch/wait_mechanism.h"
 #include "idle/haltpoll_governor.h"
+#include "idle/idle_state.h"
 
 namespace haltpool::idle {
 
@@ -29,6 +30,9 @@ struct IdleOptions {
   HaltpollParams haltpoll;                      // Used by `haltpoll`.
   int64_t fixed_poll_ns = kDefaultFixedPollNs;  // Used by `fixed`.
   std::optional<arch::WaitMechanism> wait;      // Unset: the CPU's best.
+  // The block state's costs in the state table (idle_state.h).
+  int64_t block_exit_latency_ns = kDefaultBlockExitLatencyNs;
+  int64_t block_target_residency_ns = kDefaultBlockTargetResidencyNs;
 };
 
 // OK if every field is in range and the governor name is known; otherwise

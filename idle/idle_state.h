@@ -32,13 +32,21 @@ using StateTable = std::array<IdleState, kStateCount>;
 inline constexpr int64_t kDefaultBlockExitLatencyNs = 6000;
 inline constexpr int64_t kDefaultBlockTargetResidencyNs = 12000;
 
-// The default table: POLL and BLOCK with the values above.
-inline constexpr StateTable DefaultStateTable() {
+// The table: POLL, and BLOCK with the given costs (an environment's profile
+// or a calibration measures them for the machine at hand).
+inline constexpr StateTable MakeStateTable(int64_t block_exit_latency_ns,
+                                           int64_t block_target_residency_ns) {
   return StateTable{{
       {"POLL", "CPUIDLE CORE POLL IDLE", 0, 0, true},
-      {"BLOCK", "FUTEX_WAIT on the wake word", kDefaultBlockExitLatencyNs,
-       kDefaultBlockTargetResidencyNs, false},
+      {"BLOCK", "FUTEX_WAIT on the wake word", block_exit_latency_ns,
+       block_target_residency_ns, false},
   }};
+}
+
+// The default table: POLL and BLOCK with the values above.
+inline constexpr StateTable DefaultStateTable() {
+  return MakeStateTable(kDefaultBlockExitLatencyNs,
+                        kDefaultBlockTargetResidencyNs);
 }
 
 }  // namespace haltpool::idle

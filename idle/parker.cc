@@ -40,12 +40,17 @@ absl::StatusOr<Parker> Parker::Create(WakeWord& word,
       options.wait.value_or(arch::BestWaitMechanism());
   if (absl::Status s = arch::CheckWaitMechanism(wait); !s.ok()) return s;
   arch::CyclesPerNs();  // Calibrate now, not inside the first poll.
-  return Parker(word, *std::move(governor), wait);
+  return Parker(word, *std::move(governor), wait,
+                MakeStateTable(options.block_exit_latency_ns,
+                               options.block_target_residency_ns));
 }
 
 Parker::Parker(WakeWord& word, std::unique_ptr<Governor> governor,
-               arch::WaitMechanism wait) noexcept
-    : word_(&word), governor_(std::move(governor)), wait_(wait) {}
+               arch::WaitMechanism wait, const StateTable& states) noexcept
+    : word_(&word),
+      governor_(std::move(governor)),
+      wait_(wait),
+      states_(states) {}
 
 void Parker::Consume() noexcept {
   // An exchange, not a store: it reads the newest kNotified, so the waiter

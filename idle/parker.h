@@ -132,7 +132,7 @@ class Parker {
 
  private:
   Parker(WakeWord& word, std::unique_ptr<Governor> governor,
-         arch::WaitMechanism wait) noexcept;
+         arch::WaitMechanism wait, const StateTable& states) noexcept;
 
   // The two idle states. Each returns true if a wake ended it (and consumed
   // it), false if `until_ns` passed first.
@@ -154,7 +154,7 @@ class Parker {
   WakeWord* word_;
   std::unique_ptr<Governor> governor_;
   arch::WaitMechanism wait_;
-  StateTable states_ = DefaultStateTable();
+  StateTable states_;
   std::unique_ptr<IdleCounters> counters_ = std::make_unique<IdleCounters>();
 };
 

@@ -107,6 +107,22 @@ TEST(ParkerCreate, EveryGovernorAndSupportedWait) {
   }
 }
 
+TEST(ParkerCreate, BlockStateCostsComeFromTheOptions) {
+  WakeWord word;
+  IdleOptions o;
+  o.block_exit_latency_ns = 1500;
+  o.block_target_residency_ns = 3500;
+  absl::StatusOr<Parker> p = Parker::Create(word, o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const IdleStats st = p->Stats("w", "d");
+  EXPECT_EQ(st.states[kBlockState].exit_latency_ns, 1500);
+  EXPECT_EQ(st.states[kBlockState].target_residency_ns, 3500);
+  EXPECT_EQ(st.states[kPollState].exit_latency_ns, 0);
+  o.block_target_residency_ns = -1;
+  EXPECT_THAT(std::string(Parker::Create(word, o).status().message()),
+              HasSubstr("block_target_residency_ns = -1 is out of range"));
+}
+
 TEST(ParkerCreate, RejectsBadOptions) {
   WakeWord word;
   absl::StatusOr<Parker> p = Parker::Create(word, Options("menu"));
