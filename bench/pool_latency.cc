@@ -7,9 +7,13 @@
 // waited. Gaps up to 100 us are waited out busy, longer ones asleep. Pool CPU
 // is the process's CPU time minus the submitting thread's.
 //
-// Usage: pool_latency [--workers=N] [--scale=F]   (F scales sample counts)
+// Usage: pool_latency [--workers=N] [--scale=F] [--csv=PATH]
+//   F scales sample counts; PATH gets the table as CSV too (for
+//   tools/plot-pool-latency).
 
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include <algorithm>
@@ -118,6 +122,7 @@ int main(int argc, char** argv) {
   using namespace haltpool::bench;
   int workers = 2;
   double scale = 1.0;
+  std::string csv_path;
   for (int i = 1; i < argc; ++i) {
     absl::string_view a = argv[i];
     bool ok = false;
@@ -125,10 +130,12 @@ int main(int argc, char** argv) {
       ok = absl::SimpleAtoi(a, &workers) && workers > 0;
     else if (absl::ConsumePrefix(&a, "--scale="))
       ok = absl::SimpleAtod(a, &scale) && scale > 0;
+    else if (absl::ConsumePrefix(&a, "--csv="))
+      ok = !(csv_path = std::string(a)).empty();
     if (!ok) {
       fprintf(stderr,
               "pool_latency: bad option '%s'\nusage: pool_latency "
-              "[--workers=N] [--scale=F]\n",
+              "[--workers=N] [--scale=F] [--csv=PATH]\n",
               argv[i]);
       return 2;
     }
@@ -172,6 +179,16 @@ int main(int argc, char** argv) {
                           body([&pool](Probe f) { pool.Submit(f); });
                         }});
 
+  FILE* csv = nullptr;
+  if (!csv_path.empty()) {
+    csv = fopen(csv_path.c_str(), "w");
+    if (csv == nullptr) {
+      fprintf(stderr, "pool_latency: cannot write %s: %s\n", csv_path.c_str(),
+              strerror(errno));
+      return 2;
+    }
+    fprintf(csv, "contender,gap_us,p50_us,p99_us,mean_us,pool_cpu_pct\n");
+  }
   printf(
       "# pool_latency: %d workers, submit-to-run latency (us) and pool CPU "
       "while idle "
@@ -193,6 +210,11 @@ int main(int argc, char** argv) {
              kGaps[i].ns == 0 ? "0"
                               : absl::StrCat(kGaps[i].ns / 1000, " us").c_str(),
              r.p50_us, r.p99_us, r.mean_us, 100 * r.idle_cpu);
+      if (csv != nullptr) {
+        fprintf(csv, "%s,%g,%.3f,%.3f,%.3f,%.2f\n", c.name.c_str(),
+                kGaps[i].ns / 1000.0, r.p50_us, r.p99_us, r.mean_us,
+                100 * r.idle_cpu);
+      }
     }
     fflush(stdout);
     all.push_back(std::move(row));
@@ -211,6 +233,10 @@ int main(int argc, char** argv) {
                             : absl::StrCat(kGaps[i].ns / 1000, " us").c_str(),
            mine[i].mean_us / tbb[i].mean_us, mine[i].mean_us / cv[i].mean_us,
            100 * (mine[i].idle_cpu - cv[i].idle_cpu));
+  }
+  if (csv != nullptr && fclose(csv) != 0) {
+    fprintf(stderr, "pool_latency: cannot write %s\n", csv_path.c_str());
+    return 1;
   }
   return 0;
 }
