@@ -1,0 +1,122 @@
+# The source lists of the CMake build. Bazel's BUILD files are the truth;
+# tools/check-sources (run by .ci/run) fails when these lists and Bazel's differ.
+
+# The library: every source of //:haltpool (the pool) and //:parker.
+set(HALTPOOL_SOURCES
+  arch/cpu_features.cc
+  arch/cpu_wait.cc
+  arch/cycle_clock.cc
+  arch/futex.cc
+  arch/wait_mechanism.cc
+  idle/clock.cc
+  idle/fixed_governor.cc
+  idle/governor_registry.cc
+  idle/haltpoll_governor.cc
+  idle/idle_options.cc
+  idle/idle_stats.cc
+  idle/parker.cc
+  runtime/config.cc
+  runtime/cpu_quota.cc
+  runtime/environment.cc
+  runtime/io/epoll_reactor.cc
+  runtime/io/io_backend.cc
+  runtime/io/uring_reactor.cc
+  runtime/pool_stats.cc
+  runtime/system_files.cc
+  runtime/task_group.cc
+  runtime/task_queue.cc
+  runtime/thread_pool.cc
+  runtime/timer_queue.cc
+  runtime/topology.cc
+  runtime/value_parse.cc
+)
+
+# Its headers, installed under include/haltpool/ with their directories.
+set(HALTPOOL_HEADERS
+  arch/aarch64/cpu_wait.h
+  arch/cpu_features.h
+  arch/cpu_wait.h
+  arch/cycle_clock.h
+  arch/futex.h
+  arch/generic/cpu_wait.h
+  arch/platform.h
+  arch/s390x/cpu_wait.h
+  arch/wait_mechanism.h
+  arch/x86_64/cpu_wait.h
+  idle/clock.h
+  idle/external_wait.h
+  idle/fixed_governor.h
+  idle/governor.h
+  idle/governor_registry.h
+  idle/haltpoll_governor.h
+  idle/idle_loop.h
+  idle/idle_options.h
+  idle/idle_state.h
+  idle/idle_stats.h
+  idle/parker.h
+  runtime/config.h
+  runtime/cpu_quota.h
+  runtime/environment.h
+  runtime/io/epoll_reactor.h
+  runtime/io/io_backend.h
+  runtime/io/io_reactor.h
+  runtime/io/op_pool.h
+  runtime/io/uring_reactor.h
+  runtime/pool_io.h
+  runtime/pool_options.h
+  runtime/pool_stats.h
+  runtime/system_files.h
+  runtime/task.h
+  runtime/task_group.h
+  runtime/task_queue.h
+  runtime/thread_pool.h
+  runtime/timer_queue.h
+  runtime/topology.h
+  runtime/value_parse.h
+)
+# The test programs: every cc_test under tests/ except tests/bench/ (the
+# benchmarks and their tests are built by Bazel only: they need oneTBB and
+# Google Benchmark, which a server linking haltpool does not).
+set(HALTPOOL_TESTS
+  tests/arch/cpu_wait_test.cc
+  tests/arch/cycle_clock_test.cc
+  tests/arch/futex_test.cc
+  tests/arch/wait_mechanism_test.cc
+  tests/docs/guide_variables_test.cc
+  tests/docs/readme_bad_inputs_test.cc
+  tests/docs/readme_variables_test.cc
+  tests/examples/echo_server_test.cc
+  tests/idle/fixed_governor_test.cc
+  tests/idle/haltpoll_governor_test.cc
+  tests/idle/idle_loop_test.cc
+  tests/idle/idle_stats_test.cc
+  tests/idle/parker_test.cc
+  tests/idle/parker_torture_test.cc
+  tests/io/epoll_reactor_test.cc
+  tests/io/io_backend_test.cc
+  tests/io/io_reactor_test.cc
+  tests/io/uring_reactor_test.cc
+  tests/pool/pool_io_test.cc
+  tests/pool/pool_memory_test.cc
+  tests/pool/pool_placement_test.cc
+  tests/pool/thread_pool_test.cc
+  tests/runtime/config_probe_test.cc
+  tests/runtime/config_test.cc
+  tests/runtime/cpu_quota_test.cc
+  tests/runtime/topology_test.cc
+  tests/runtime/value_parse_test.cc
+)
+
+# What the tests share: headers and the helper program config_probe_test runs.
+set(HALTPOOL_TEST_SUPPORT
+  tests/idle/child_process.h
+  tests/idle/fake_clock.h
+  tests/idle/fake_external_wait.h
+  tests/runtime/config_probe.cc
+)
+
+# The examples.
+set(HALTPOOL_EXAMPLES
+  examples/echo_server.cc
+  examples/hello_pool.cc
+)

@@ -1,0 +1,33 @@
+# haltpool's tests under ctest: each test program of cmake/sources.cmake,
+# linked as Bazel links it (gtest_main unless the file has its own main),
+# with the arguments its Bazel target passes.
+find_package(GTest REQUIRED)
+
+foreach(src IN LISTS HALTPOOL_TEST_SUPPORT)
+  if(src MATCHES "\\.cc$")
+    get_filename_component(name ${src} NAME_WE)
+    add_executable(${name} ${src})
+    target_link_libraries(${name} PRIVATE haltpool)
+  endif()
+endforeach()
+
+# The arguments of tests that read a file or run a program.
+set(args_readme_variables_test ${PROJECT_SOURCE_DIR}/README.md)
+set(args_readme_bad_inputs_test ${PROJECT_SOURCE_DIR}/README.md)
+set(args_guide_variables_test ${PROJECT_SOURCE_DIR}/docs/USING.md)
+set(args_config_probe_test $<TARGET_FILE:config_probe>)
+set(args_echo_server_test $<TARGET_FILE:echo_server>)
+
+foreach(src IN LISTS HALTPOOL_TESTS)
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src})
+  target_compile_options(${name} PRIVATE -Wall -Wextra)
+  file(STRINGS ${src} own_main REGEX "^int main\\(")
+  if(own_main)
+    target_link_libraries(${name} PRIVATE haltpool GTest::gmock GTest::gtest)
+  else()
+    target_link_libraries(${name} PRIVATE haltpool GTest::gmock GTest::gtest_main)
+  endif()
+  add_test(NAME ${name} COMMAND ${name} ${args_${name}})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 600)
+endforeach()
