@@ -54,6 +54,7 @@ set(HALTPOOL_HEADERS
   idle/idle_state.h
   idle/idle_stats.h
   idle/parker.h
+  idle/protocol_step.h
   runtime/config.h
   runtime/cpu_quota.h
   runtime/environment.h
@@ -76,7 +77,9 @@ set(HALTPOOL_HEADERS
 )
 # The test programs: every cc_test under tests/ except tests/bench/ (the
 # benchmarks and their tests are built by Bazel only: they need oneTBB and
-# Google Benchmark, which a server linking haltpool does not).
+# Google Benchmark, which a server linking haltpool does not) and
+# tests/torture/ (they need the library built a second time with its
+# protocol steps hooked, which only the Bazel build does).
 set(HALTPOOL_TESTS
   tests/arch/cpu_wait_test.cc
   tests/arch/cycle_clock_test.cc

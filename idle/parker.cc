@@ -4,6 +4,7 @@
 
 #include "arch/cpu_wait.h"
 #include "idle/governor_registry.h"
+#include "idle/protocol_step.h"
 
 namespace haltpool::idle {
 
@@ -11,6 +12,7 @@ void WakeWord::Unpark() noexcept {
   // acq_rel: the acquire half makes elsewhere_, published by the waiter's
   // move to kSleepingElsewhere, visible here.
   const uint32_t prev = state_.fetch_or(kNotified, std::memory_order_acq_rel);
+  HALTPOOL_PROTOCOL_STEP();  // The waiter may take the wake before FUTEX_WAKE.
   if (prev & kSleeping) {
     arch::FutexWake(state_, 1, scope_);
     wakes_syscall_.fetch_add(1, std::memory_order_relaxed);
@@ -76,6 +78,7 @@ bool Parker::EnterSleeping(uint32_t sleeping) noexcept {
   // this re-check is what keeps a wake from being lost on the way to sleep.
   // Release: a waker that sees `sleeping` also sees elsewhere_.
   uint32_t cur = state.load(std::memory_order_relaxed);
+  HALTPOOL_PROTOCOL_STEP();  // A wake may land between the load and the CAS.
   do {
     if (cur & WakeWord::kNotified) {
       Consume();
@@ -88,7 +91,9 @@ bool Parker::EnterSleeping(uint32_t sleeping) noexcept {
 
 bool Parker::Poll(int64_t until_ns) noexcept {
   std::atomic<uint32_t>& state = word_->state_;
-  if (EnterPolling() & WakeWord::kNotified) {
+  const uint32_t entered = EnterPolling();
+  HALTPOOL_PROTOCOL_STEP();
+  if (entered & WakeWord::kNotified) {
     Consume();
     return true;
   }
@@ -104,6 +109,7 @@ bool Parker::Block(int64_t until_ns) noexcept {
   std::atomic<uint32_t>& state = word_->state_;
   if (!EnterSleeping(WakeWord::kSleeping)) return true;
   for (;;) {
+    HALTPOOL_PROTOCOL_STEP();  // A wake may come before FUTEX_WAIT compares.
     // The kernel sleeps only while the word still says kSleeping.
     const arch::FutexWaitResult r = arch::FutexWaitUntil(
         state, WakeWord::kSleeping, until_ns, word_->scope_);
@@ -184,6 +190,7 @@ IdleResult Parker::Park(int64_t deadline_ns, bool allow_poll,
   if (result == IdleResult::kWoken) return result;
   // Timed out, possibly while polling: put the word back to kEmpty so later
   // wakers do not count a poll that is over. A wake that raced is taken.
+  HALTPOOL_PROTOCOL_STEP();
   uint32_t cur = state.load(std::memory_order_relaxed);
   if (cur == WakeWord::kPolling &&
       state.compare_exchange_strong(cur, WakeWord::kEmpty,

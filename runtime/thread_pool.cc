@@ -11,6 +11,7 @@
 #include "arch/cycle_clock.h"
 #include "idle/external_wait.h"
 #include "idle/parker.h"
+#include "idle/protocol_step.h"
 #include "runtime/config.h"
 #include "runtime/cpu_quota.h"
 #include "runtime/topology.h"
@@ -152,6 +153,7 @@ absl::Status ThreadPool::Enqueue(Job job) {
   } else {
     injection_.Push(std::move(job));
   }
+  HALTPOOL_PROTOCOL_STEP();  // A worker may go idle between push and wake.
   WakeOne();
   submitting_.fetch_sub(1, std::memory_order_seq_cst);
   return absl::OkStatus();
@@ -203,6 +205,7 @@ void ThreadPool::WakeOne() noexcept {
       Worker& w = *workers_[(start + i) % n];
       if (!w.idle.load(std::memory_order_seq_cst)) continue;
       if (pass == 0 && !w.word.polling()) continue;  // Pollers first.
+      HALTPOOL_PROTOCOL_STEP();  // The worker may retire meanwhile.
       if (w.idle.exchange(false, std::memory_order_seq_cst)) {
         num_idle_.fetch_sub(1, std::memory_order_seq_cst);
         w.word.Unpark();
@@ -303,6 +306,7 @@ bool ThreadPool::RunOne(Worker& w) {
 void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
   w.idle.store(true, std::memory_order_seq_cst);
   num_idle_.fetch_add(1, std::memory_order_seq_cst);
+  HALTPOOL_PROTOCOL_STEP();  // A submitter may look for idle workers now.
   auto retire = [&] {
     if (w.idle.exchange(false, std::memory_order_seq_cst)) {
       num_idle_.fetch_sub(1, std::memory_order_seq_cst);
@@ -333,6 +337,7 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
   // waiting on it blocks in epoll_wait at once instead of polling blind.
   const bool may_poll =
       poll && (external == nullptr || w.io->completions_pollable());
+  HALTPOOL_PROTOCOL_STEP();  // A wake may come before the park begins.
   w.parker->Park(deadline, may_poll, external);
   if (poll) num_pollers_.fetch_sub(1, std::memory_order_relaxed);
   retire();
