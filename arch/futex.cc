@@ -45,9 +45,7 @@ FutexWaitResult FutexWaitUntil(const std::atomic<uint32_t>& word,
       case ETIMEDOUT:
         return FutexWaitResult::kTimedOut;
       default:
-        // EFAULT/EINVAL are programming errors; report a wake so the caller
-        // re-checks its state instead of sleeping on a broken word.
-        return FutexWaitResult::kWoken;
+        return FutexWaitResult::kError;
     }
   }
 }
@@ -61,6 +59,18 @@ FutexWaitResult FutexWaitFor(const std::atomic<uint32_t>& word,
                                ? kNoDeadline
                                : now + timeout_ns;
   return FutexWaitUntil(word, expected, deadline, scope);
+}
+
+void FutexFallbackNap(int64_t deadline_ns) noexcept {
+  const int64_t now = MonotonicNowNs();
+  int64_t until = now + kFutexFallbackNapNs;
+  if (deadline_ns != kNoDeadline && deadline_ns < until) until = deadline_ns;
+  if (until <= now) return;
+  const timespec ts{static_cast<time_t>(until / 1000000000),
+                    static_cast<long>(until % 1000000000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) ==
+         EINTR) {
+  }
 }
 
 int FutexWake(const std::atomic<uint32_t>& word, int count,

@@ -19,7 +19,20 @@ enum class FutexWaitResult {
   kWoken,         // A FUTEX_WAKE ended the wait, or a spurious wake-up.
   kValueChanged,  // The word did not hold `expected` (EAGAIN).
   kTimedOut,      // The deadline passed.
+  kError,         // The kernel refused the wait (ENOSYS under a seccomp
+                  // filter, EFAULT, EINVAL): it did not sleep, and asking
+                  // again at once would only spin. See FutexFallbackNap.
 };
+
+// For a caller whose FUTEX_WAIT failed with kError: sleeps with
+// clock_nanosleep until `deadline_ns` or for kFutexFallbackNapNs, whichever
+// is sooner, so the caller can look at its word again without burning a CPU.
+// A wake then takes up to one nap to be noticed.
+void FutexFallbackNap(int64_t deadline_ns) noexcept;
+
+// 100 us: long enough that a broken futex costs about 1 % of a CPU in
+// system calls, short enough that a wake is still noticed quickly.
+inline constexpr int64_t kFutexFallbackNapNs = 100000;
 
 // Sleeps while `word` holds `expected`, until woken or CLOCK_MONOTONIC
 // reaches `deadline_ns` (arch::kNoDeadline: no limit). Callers must re-check

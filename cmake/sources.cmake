@@ -89,6 +89,8 @@ set(HALTPOOL_TESTS
   tests/docs/readme_bad_inputs_test.cc
   tests/docs/readme_variables_test.cc
   tests/examples/echo_server_test.cc
+  tests/faults/futex_faults_test.cc
+  tests/faults/worker_faults_test.cc
   tests/idle/fixed_governor_test.cc
   tests/idle/haltpoll_governor_test.cc
   tests/idle/idle_loop_test.cc

@@ -113,6 +113,9 @@ bool Parker::Block(int64_t until_ns) noexcept {
     // The kernel sleeps only while the word still says kSleeping.
     const arch::FutexWaitResult r = arch::FutexWaitUntil(
         state, WakeWord::kSleeping, until_ns, word_->scope_);
+    // No futex here (a seccomp filter, a broken word): nap and look again
+    // rather than spin; the word is still checked, so no wake is lost.
+    if (r == arch::FutexWaitResult::kError) arch::FutexFallbackNap(until_ns);
     if (state.load(std::memory_order_relaxed) != WakeWord::kSleeping) {
       Consume();
       return true;
