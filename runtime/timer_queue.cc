@@ -1,6 +1,7 @@
 #include "runtime/timer_queue.h"
 
 #include <algorithm>
+#include <mutex>
 #include <utility>
 
 namespace haltpool {
@@ -11,7 +12,7 @@ void TimerQueue::Publish() {
 }
 
 bool TimerQueue::Add(int64_t deadline_ns, Task task) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   const bool earliest =
       heap_.empty() || deadline_ns < heap_.front().deadline_ns;
   heap_.push_back({deadline_ns, next_seq_++, std::move(task)});
@@ -22,7 +23,7 @@ bool TimerQueue::Add(int64_t deadline_ns, Task task) {
 
 void TimerQueue::PopDue(int64_t now_ns, std::vector<Task>& out) {
   if (next_deadline() > now_ns) return;
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   while (!heap_.empty() && heap_.front().deadline_ns <= now_ns) {
     std::pop_heap(heap_.begin(), heap_.end(), Later);
     out.push_back(std::move(heap_.back().task));
@@ -32,7 +33,7 @@ void TimerQueue::PopDue(int64_t now_ns, std::vector<Task>& out) {
 }
 
 size_t TimerQueue::CancelAll() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   const size_t n = heap_.size();
   heap_.clear();
   Publish();

@@ -6,9 +6,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "arch/cycle_clock.h"
 #include "runtime/task.h"
 
@@ -43,11 +43,14 @@ class TimerQueue {
     return a.deadline_ns != b.deadline_ns ? a.deadline_ns > b.deadline_ns
                                           : a.seq > b.seq;
   }
-  void Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With mu_ held.
+  void Publish();
 
-  absl::Mutex mu_;
-  std::vector<Entry> heap_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // A std::mutex (pthread's), not absl::Mutex: ThreadSanitizer sees its
+  // ordering, which it cannot in Debian's uninstrumented Abseil.
+  std::mutex mu_;
+  std::vector<Entry> heap_;  // Guarded by mu_, as next_seq_.
+  uint64_t next_seq_ = 0;
   std::atomic<int64_t> next_{arch::kNoDeadline};
 };
 
