@@ -7,6 +7,8 @@ set(HALTPOOL_SOURCES
   arch/cpu_wait.cc
   arch/cycle_clock.cc
   arch/futex.cc
+  arch/hypervisor.cc
+  arch/system_files.cc
   arch/wait_mechanism.cc
   idle/clock.cc
   idle/fixed_governor.cc
@@ -22,7 +24,6 @@ set(HALTPOOL_SOURCES
   runtime/io/io_backend.cc
   runtime/io/uring_reactor.cc
   runtime/pool_stats.cc
-  runtime/system_files.cc
   runtime/task_group.cc
   runtime/task_queue.cc
   runtime/thread_pool.cc
@@ -38,11 +39,15 @@ set(HALTPOOL_HEADERS
   arch/cpu_wait.h
   arch/cycle_clock.h
   arch/futex.h
+  arch/generic/cpuid.h
+  arch/hypervisor.h
   arch/generic/cpu_wait.h
   arch/platform.h
   arch/s390x/cpu_wait.h
+  arch/system_files.h
   arch/wait_mechanism.h
   arch/x86_64/cpu_wait.h
+  arch/x86_64/cpuid.h
   idle/clock.h
   idle/external_wait.h
   idle/fixed_governor.h
@@ -66,7 +71,6 @@ set(HALTPOOL_HEADERS
   runtime/pool_io.h
   runtime/pool_options.h
   runtime/pool_stats.h
-  runtime/system_files.h
   runtime/task.h
   runtime/task_group.h
   runtime/task_queue.h
@@ -84,6 +88,7 @@ set(HALTPOOL_TESTS
   tests/arch/cpu_wait_test.cc
   tests/arch/cycle_clock_test.cc
   tests/arch/futex_test.cc
+  tests/arch/system_files_test.cc
   tests/arch/wait_mechanism_test.cc
   tests/docs/guide_variables_test.cc
   tests/docs/readme_bad_inputs_test.cc

@@ -48,7 +48,7 @@ absl::Status Malformed(absl::string_view path, absl::string_view content,
 
 // Reads `path`; nullopt if it does not exist.
 absl::StatusOr<std::optional<std::string>> ReadIfPresent(
-    const SystemFiles& files, const std::string& path) {
+    const arch::SystemFiles& files, const std::string& path) {
   absl::StatusOr<std::string> content = files.Read(path);
   if (absl::IsNotFound(content.status())) return std::nullopt;
   if (!content.ok()) return content.status();
@@ -75,7 +75,7 @@ struct CgroupPaths {
   std::optional<std::string> v1;  // From "N:cpu,cpuacct:/path".
 };
 
-absl::StatusOr<CgroupPaths> ReadCgroupPaths(const SystemFiles& files) {
+absl::StatusOr<CgroupPaths> ReadCgroupPaths(const arch::SystemFiles& files) {
   CgroupPaths paths;
   absl::StatusOr<std::optional<std::string>> content =
       ReadIfPresent(files, kProcSelfCgroup);
@@ -129,7 +129,7 @@ void KeepTightest(std::optional<CgroupCpuLimit>& best, CgroupCpuLimit limit) {
 
 // cpu.max in `dir`: "max PERIOD" (no limit) or "QUOTA PERIOD".
 absl::StatusOr<std::optional<CgroupCpuLimit>> ReadCpuMax(
-    const SystemFiles& files, const std::string& dir) {
+    const arch::SystemFiles& files, const std::string& dir) {
   const std::string path = absl::StrCat(dir, "/cpu.max");
   absl::StatusOr<std::optional<std::string>> content =
       ReadIfPresent(files, path);
@@ -151,7 +151,7 @@ absl::StatusOr<std::optional<CgroupCpuLimit>> ReadCpuMax(
 // cpu.cfs_quota_us ("-1": no limit) and cpu.cfs_period_us in `dir`. Sets
 // `present` if the quota file exists, so the caller knows the mount is real.
 absl::StatusOr<std::optional<CgroupCpuLimit>> ReadCfsQuota(
-    const SystemFiles& files, const std::string& dir, bool& present) {
+    const arch::SystemFiles& files, const std::string& dir, bool& present) {
   const std::string quota_path = absl::StrCat(dir, "/cpu.cfs_quota_us");
   absl::StatusOr<std::optional<std::string>> quota_text =
       ReadIfPresent(files, quota_path);
@@ -177,7 +177,7 @@ absl::StatusOr<std::optional<CgroupCpuLimit>> ReadCfsQuota(
 
 // The tightest limit over the process's cgroup and its ancestors, v2 and v1.
 absl::StatusOr<std::optional<CgroupCpuLimit>> ReadTightestLimit(
-    const SystemFiles& files) {
+    const arch::SystemFiles& files) {
   absl::StatusOr<CgroupPaths> paths = ReadCgroupPaths(files);
   if (!paths.ok()) return paths.status();
   std::optional<CgroupCpuLimit> best;
@@ -228,7 +228,7 @@ std::string CgroupCpuLimit::Describe() const {
 }
 
 absl::StatusOr<CpuQuota> LoadCpuQuota(const CpuQuotaInput& input,
-                                      const SystemFiles& files) {
+                                      const arch::SystemFiles& files) {
   std::vector<int> cpus = input.allowed_cpus;
   std::sort(cpus.begin(), cpus.end());
   cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
@@ -263,7 +263,7 @@ absl::StatusOr<CpuQuota> LoadCpuQuota(const CpuQuotaInput& input,
 }
 
 absl::StatusOr<CpuQuota> ProcessCpuQuota() {
-  return LoadCpuQuota(CpuQuotaInput{AffinityCpus()}, RealSystemFiles());
+  return LoadCpuQuota(CpuQuotaInput{AffinityCpus()}, arch::RealSystemFiles());
 }
 
 std::vector<int> AffinityCpus() {

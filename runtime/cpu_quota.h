@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "runtime/system_files.h"
+#include "arch/system_files.h"
 
 namespace haltpool {
 
@@ -73,9 +73,9 @@ inline constexpr char kCgroupRoot[] = "/sys/fs/cgroup";
 // A malformed file is InvalidArgument naming the file and its content; any
 // other read failure is returned as is. Blocks on a few small reads.
 absl::StatusOr<CpuQuota> LoadCpuQuota(const CpuQuotaInput& input,
-                                      const SystemFiles& files);
+                                      const arch::SystemFiles& files);
 
-// LoadCpuQuota({AffinityCpus()}, RealSystemFiles()).
+// LoadCpuQuota({AffinityCpus()}, arch::RealSystemFiles()).
 absl::StatusOr<CpuQuota> ProcessCpuQuota();
 
 // The calling thread's affinity mask (sched_getaffinity), as ascending OS CPU

@@ -1,7 +1,7 @@
 // The usable-CPU count (runtime/cpu_quota.h) from injected affinity masks and
 // fake cgroup files: cgroup v2 cpu.max with nesting, v1 CFS files, malformed
-// files, and the explanation line. Also the file reader it stands on
-// (runtime/system_files.h) and the real mask of this machine.
+// files, and the explanation line; and the real mask of this machine. The
+// file reader it stands on (arch/system_files.h) is tested in tests/arch.
 
 #include "runtime/cpu_quota.h"
 
@@ -16,13 +16,15 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "arch/system_files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/system_files.h"
 
 namespace haltpool {
 namespace {
 
+using ::haltpool::arch::FakeSystemFiles;
+using ::haltpool::arch::SystemFiles;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
@@ -273,24 +275,6 @@ TEST(FormatCpuList, KernelCpulistSpelling) {
   EXPECT_EQ(FormatCpuList({0}), "0");
   EXPECT_EQ(FormatCpuList({1, 0}), "0-1");
   EXPECT_EQ(FormatCpuList({11, 3, 0, 1, 2, 8, 10, 11}), "0-3,8,10-11");
-}
-
-TEST(SystemFilesTest, FakeMissingIsNotFound) {
-  FakeSystemFiles files({{"/a", "x"}});
-  EXPECT_EQ(*files.Read("/a"), "x");
-  EXPECT_TRUE(absl::IsNotFound(files.Read("/b").status()));
-  files.Set("/a", "y");
-  EXPECT_EQ(*files.Read("/a"), "y");
-}
-
-TEST(SystemFilesTest, RealReadsProcAndReportsMissingAsNotFound) {
-  absl::StatusOr<std::string> cgroup = RealSystemFiles().Read(kProc);
-  ASSERT_TRUE(cgroup.ok()) << cgroup.status();
-  EXPECT_THAT(*cgroup, HasSubstr(":/"));
-  absl::StatusOr<std::string> missing =
-      RealSystemFiles().Read("/proc/self/no-such-file");
-  EXPECT_TRUE(absl::IsNotFound(missing.status())) << missing.status();
-  EXPECT_THAT(missing.status().message(), HasSubstr("no-such-file"));
 }
 
 TEST(CpuQuotaReal, AffinityMatchesTheKernelAndQuotaLoads) {

@@ -1,9 +1,10 @@
 // Read-only access to kernel-provided files (/proc, /sys) behind an
-// interface, so CPU-quota and topology tests feed their own file contents
-// instead of depending on the machine they run on.
+// interface, so hypervisor detection, CPU-quota and topology tests feed their
+// own file contents (captured from the machines they describe) instead of
+// depending on the machine they run on.
 
-#ifndef HALTPOOL_RUNTIME_SYSTEM_FILES_H_
-#define HALTPOOL_RUNTIME_SYSTEM_FILES_H_
+#ifndef HALTPOOL_ARCH_SYSTEM_FILES_H_
+#define HALTPOOL_ARCH_SYSTEM_FILES_H_
 
 #include <functional>
 #include <initializer_list>
@@ -14,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace haltpool {
+namespace haltpool::arch {
 
 class SystemFiles {
  public:
@@ -50,6 +51,6 @@ class FakeSystemFiles final : public SystemFiles {
   std::map<std::string, std::string, std::less<>> files_;
 };
 
-}  // namespace haltpool
+}  // namespace haltpool::arch
 
-#endif  // HALTPOOL_RUNTIME_SYSTEM_FILES_H_
+#endif  // HALTPOOL_ARCH_SYSTEM_FILES_H_

@@ -1,4 +1,4 @@
-#include "runtime/system_files.h"
+#include "arch/system_files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-namespace haltpool {
+namespace haltpool::arch {
 namespace {
 
 class RealFiles final : public SystemFiles {
@@ -55,4 +55,4 @@ absl::StatusOr<std::string> FakeSystemFiles::Read(
   return it->second;
 }
 
-}  // namespace haltpool
+}  // namespace haltpool::arch
