@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
   contenders.push_back(
       {absl::StrCat("haltpool default (", config.pool.idle.governor, ")"),
        haltpool_with("")});
-  for (const char* g : {"haltpoll", "poll", "block", "fixed"}) {
+  for (const char* g : {"haltpoll", "predictive", "poll", "block", "fixed"}) {
     if (g != config.pool.idle.governor) {
       contenders.push_back({absl::StrCat("haltpool ", g), haltpool_with(g)});
     }

@@ -17,6 +17,7 @@ set(HALTPOOL_SOURCES
   idle/idle_options.cc
   idle/idle_stats.cc
   idle/parker.cc
+  idle/predictive_governor.cc
   runtime/config.cc
   runtime/cpu_quota.cc
   runtime/environment.cc
@@ -59,6 +60,7 @@ set(HALTPOOL_HEADERS
   idle/idle_state.h
   idle/idle_stats.h
   idle/parker.h
+  idle/predictive_governor.h
   idle/protocol_step.h
   runtime/config.h
   runtime/cpu_quota.h
@@ -102,6 +104,7 @@ set(HALTPOOL_TESTS
   tests/idle/idle_stats_test.cc
   tests/idle/parker_test.cc
   tests/idle/parker_torture_test.cc
+  tests/idle/predictive_governor_test.cc
   tests/io/epoll_reactor_test.cc
   tests/io/io_backend_test.cc
   tests/io/io_reactor_test.cc

@@ -19,6 +19,10 @@ namespace haltpool::idle {
 // A poll window with no end: poll until woken or the caller's deadline.
 inline constexpr int64_t kUnlimitedPollNs = std::numeric_limits<int64_t>::max();
 
+// A block with no limit of its own: it ends at a wake or the deadline.
+inline constexpr int64_t kBlockUntilDeadline =
+    std::numeric_limits<int64_t>::max();
+
 // What the governor knows when an idle period starts.
 struct IdleContext {
   int64_t now_ns;       // The clock at selection.
@@ -26,16 +30,21 @@ struct IdleContext {
                         // arch::kNoDeadline.
 };
 
-// The state to enter, and for the poll state how long to poll at most.
+// The state to enter; for the poll state how long to poll at most, for the
+// block state when to stop blocking (before the caller's deadline, so the
+// waiter can poll across a wake it expects; kBlockUntilDeadline: block until
+// woken or the deadline).
 struct Selection {
   int state;
   int64_t poll_limit_ns;
+  int64_t block_until_ns = kBlockUntilDeadline;
 };
 
 // Why a state was left.
 enum class IdleExit {
   kWoken,     // A wake ended it.
-  kTimeout,   // The state's own limit passed (the poll window ran out).
+  kTimeout,   // The state's own limit passed (the poll window ran out, or
+              // the block reached its block_until_ns).
   kDeadline,  // The caller's deadline passed.
 };
 

@@ -2,14 +2,15 @@
 
 #include "idle/fixed_governor.h"
 #include "idle/haltpoll_governor.h"
+#include "idle/predictive_governor.h"
 
 namespace haltpool::idle {
 
-absl::string_view GovernorNames() { return "haltpoll|poll|block|fixed"; }
+absl::string_view GovernorNames() { return "haltpoll|predictive|poll|block|fixed"; }
 
 bool IsGovernorName(absl::string_view name) {
-  return name == "haltpoll" || name == "poll" || name == "block" ||
-         name == "fixed";
+  return name == "haltpoll" || name == "predictive" || name == "poll" ||
+         name == "block" || name == "fixed";
 }
 
 absl::StatusOr<std::unique_ptr<Governor>> MakeGovernor(
@@ -18,6 +19,12 @@ absl::StatusOr<std::unique_ptr<Governor>> MakeGovernor(
   const std::string& name = options.governor;
   if (name == "haltpoll") {
     return std::make_unique<HaltpollGovernor>(options.haltpoll);
+  }
+  if (name == "predictive") {
+    return std::make_unique<PredictiveGovernor>(PredictiveParams{
+        .poll_ns = options.haltpoll.poll_ns,
+        .block_exit_latency_ns = options.block_exit_latency_ns,
+        .block_target_residency_ns = options.block_target_residency_ns});
   }
   if (name == "poll") {
     return std::make_unique<FixedGovernor>("poll", kUnlimitedPollNs);

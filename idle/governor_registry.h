@@ -13,7 +13,7 @@
 
 namespace haltpool::idle {
 
-// "haltpoll|poll|block|fixed", for help and error messages.
+// "haltpoll|predictive|poll|block|fixed", for help and error messages.
 absl::string_view GovernorNames();
 
 // True if `name` is one of GovernorNames().

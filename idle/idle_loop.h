@@ -7,6 +7,7 @@
 #ifndef HALTPOOL_IDLE_IDLE_LOOP_H_
 #define HALTPOOL_IDLE_IDLE_LOOP_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #include "idle/clock.h"
@@ -32,7 +33,8 @@ struct IdleDevice {
 // returns true if a wake ended it and false if `until_ns` passed first.
 // With `allow_poll` false the block state is entered whatever the governor
 // selects (as a cpuidle latency constraint would), and the governor reflects
-// on it. Called only by the waiting thread; allocates nothing.
+// on it. A block the governor limited (Selection::block_until_ns) that runs
+// out is a kTimeout, and the loop asks the governor again. Called only by the waiting thread; allocates nothing.
 template <typename PollFn, typename BlockFn>
 IdleResult RunIdle(const IdleDevice& dev, int64_t deadline_ns, PollFn&& poll,
                    BlockFn&& block, bool allow_poll = true) noexcept {
@@ -46,7 +48,7 @@ IdleResult RunIdle(const IdleDevice& dev, int64_t deadline_ns, PollFn&& poll,
       const bool window_first = sel.poll_limit_ns < deadline_ns - start;
       woken = poll(window_first ? start + sel.poll_limit_ns : deadline_ns);
     } else {
-      woken = block(deadline_ns);
+      woken = block(std::min(deadline_ns, sel.block_until_ns));
     }
     const int64_t end = dev.clock->NowNs();
     const int64_t residency = end - start;

@@ -38,7 +38,7 @@ bool Has(const RunResult& r, const std::string& s) {
 }
 
 TEST(PipeCli, PrintsPerfsLinesForEveryTransportModeAndGovernor) {
-  for (const char* governor : {"haltpoll", "poll", "block", "fixed"}) {
+  for (const char* governor : {"haltpoll", "predictive", "poll", "block", "fixed"}) {
     for (const char* transport : {"pipe", "parker"}) {
       for (const char* mode : {"", "-T"}) {
         const RunResult r =

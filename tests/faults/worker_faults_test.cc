@@ -104,8 +104,8 @@ TEST_P(WorkerSignals, SignalsToWorkersLoseNoWakeAndNoTask) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryGovernor, WorkerSignals,
-                         ::testing::Values("haltpoll", "poll", "block",
-                                           "fixed"));
+                         ::testing::Values("haltpoll", "predictive", "poll",
+                                           "block", "fixed"));
 
 TEST(WorkerFaults, ATaskBlockingForSecondsDoesNotStopTheOthers) {
   std::unique_ptr<ThreadPool> pool = MakePool(2, "haltpoll");

@@ -39,8 +39,8 @@ std::unique_ptr<Governor> Make(const std::string& name) {
 }
 
 TEST(GovernorRegistry, NamesListsEveryGovernor) {
-  EXPECT_EQ(GovernorNames(), "haltpoll|poll|block|fixed");
-  for (const char* name : {"haltpoll", "poll", "block", "fixed"}) {
+  EXPECT_EQ(GovernorNames(), "haltpoll|predictive|poll|block|fixed");
+  for (const char* name : {"haltpoll", "predictive", "poll", "block", "fixed"}) {
     EXPECT_TRUE(IsGovernorName(name)) << name;
     std::unique_ptr<Governor> g = Make(name);
     ASSERT_NE(g, nullptr) << name;
@@ -200,9 +200,9 @@ TEST(IdleOptionsValidation, DefaultsAreValid) {
 TEST(IdleOptionsValidation, UnknownGovernorIsRejected) {
   IdleOptions o;
   o.governor = "menu";
-  ExpectRejected(o, {"governor", "'menu'", "haltpoll|poll|block|fixed"});
+  ExpectRejected(o, {"governor", "'menu'", "haltpoll|predictive|poll|block|fixed"});
   o.governor = "";
-  ExpectRejected(o, {"governor", "''", "haltpoll|poll|block|fixed"});
+  ExpectRejected(o, {"governor", "''", "haltpoll|predictive|poll|block|fixed"});
   o.governor = "Poll";
   ExpectRejected(o, {"governor", "'Poll'", "accepted"});
 }

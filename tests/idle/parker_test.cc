@@ -58,7 +58,7 @@ constexpr int64_t kHangNs = 10 * kSecond;
 // machine or qemu; it bounds nothing but test time.
 constexpr int64_t kSettleMs = 50;
 
-const char* const kGovernors[] = {"haltpoll", "poll", "block", "fixed"};
+const char* const kGovernors[] = {"haltpoll", "predictive", "poll", "block", "fixed"};
 
 int64_t Now() { return arch::MonotonicNowNs(); }
 

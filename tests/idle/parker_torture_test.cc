@@ -75,7 +75,7 @@ constexpr int64_t kHangNs = int64_t{5} * 1000000000;
 // How long the parent waits for a child beyond the child's own hang check.
 constexpr int64_t kChildTimeoutMs = 60000;
 
-const char* const kTortureGovernors[] = {"haltpoll", "poll", "block", "fixed"};
+const char* const kTortureGovernors[] = {"haltpoll", "predictive", "poll", "block", "fixed"};
 
 // The total pairs to run, from PARKER_TORTURE_PAIRS; -1 if it is malformed.
 int64_t TorturePairs() {

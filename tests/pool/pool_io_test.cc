@@ -473,7 +473,7 @@ TEST_P(PoolIoTest, IoCompletesWhileTheWorkerAlwaysHasATask) {
 // An idle worker with a Recv in flight must notice the data under every
 // governor, including `poll`, whose window never ends.
 TEST_P(PoolIoTest, IdleWorkerNoticesIoUnderEveryGovernor) {
-  for (const char* governor : {"haltpoll", "poll", "block", "fixed"}) {
+  for (const char* governor : {"haltpoll", "predictive", "poll", "block", "fixed"}) {
     SCOPED_TRACE(governor);
     SocketPair pair;
     char byte = 0;

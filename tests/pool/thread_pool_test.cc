@@ -73,7 +73,8 @@ TEST_P(PoolPerGovernor, SparseSubmissionsAreNeverLost) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Governors, PoolPerGovernor,
-                         testing::Values("haltpoll", "poll", "block", "fixed"),
+                         testing::Values("haltpoll", "predictive", "poll", "block",
+                                         "fixed"),
                          [](const auto& info) {
                            return std::string(info.param);
                          });

@@ -126,7 +126,7 @@ TEST(ConfigProbe, BadGovernorAndWait) {
   ProbeRun r = RunProbe({"HALTPOOL_GOVERNOR=menu"});
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, AllOf(HasSubstr("HALTPOOL_GOVERNOR='menu'"),
-                           HasSubstr("haltpoll|poll|block|fixed")));
+                           HasSubstr("haltpoll|predictive|poll|block|fixed")));
   r = RunProbe({"HALTPOOL_WAIT=mwait"});
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(

@@ -287,7 +287,7 @@ TEST_P(ConfigBadValue, NamesTheVariableTheValueAndWhatIsAccepted) {
 }
 
 const char kDurations[] = "unit ns, us, ms or s";
-const char kGovernors[] = "haltpoll|poll|block|fixed";
+const char kGovernors[] = "haltpoll|predictive|poll|block|fixed";
 const char kWaits[] = "auto|spin|pause|umwait|tpause|mwaitx|yield|wfe|wfet";
 const char kBools[] = "1, 0, true, false, yes, no, y, n";
 

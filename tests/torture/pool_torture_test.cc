@@ -206,8 +206,8 @@ TEST_P(PoolTorture, EveryLoneSubmissionWakesAWorker) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryGovernor, PoolTorture,
-                         ::testing::Values("haltpoll", "poll", "block",
-                                           "fixed"));
+                         ::testing::Values("haltpoll", "predictive", "poll",
+                                           "block", "fixed"));
 
 }  // namespace
 }  // namespace haltpool

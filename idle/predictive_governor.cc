@@ -1,0 +1,195 @@
+#include "idle/predictive_governor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "idle/idle_state.h"
+
+namespace haltpool::idle {
+namespace {
+
+// IdleContext::deadline_ns when the caller has no timer (arch::kNoDeadline).
+constexpr int64_t kNoTimer = std::numeric_limits<int64_t>::max();
+
+constexpr Selection Block(int64_t until_ns) {
+  return {kBlockState, 0, until_ns};
+}
+
+}  // namespace
+
+PredictiveGovernor::PredictiveGovernor(const PredictiveParams& params) noexcept
+    : params_(params),
+      lateness_ns_(params.block_exit_latency_ns),
+      lateness_dev_ns_(0) {}
+
+int64_t PredictiveGovernor::wake_margin_ns() const noexcept {
+  return lateness_ns_ + 2 * lateness_dev_ns_;
+}
+
+bool PredictiveGovernor::RegularInterval(int64_t& mean_ns,
+                                         int64_t& deviation_ns) const noexcept {
+  if (history_count_ < kHistory) return false;
+  // As menu.c's get_typical_interval(): drop the largest sample while the
+  // rest are not regular, keeping at least three quarters of them.
+  int64_t ceiling = std::numeric_limits<int64_t>::max();
+  for (;;) {
+    int count = 0;
+    int64_t sum = 0;
+    int64_t max = 0;
+    for (int64_t d : history_) {
+      if (d > ceiling) continue;
+      ++count;
+      sum += d;
+      max = std::max(max, d);
+    }
+    if (count * 4 < kHistory * 3 || count == 0) return false;
+    const double mean = static_cast<double>(sum) / count;
+    double variance = 0;
+    for (int64_t d : history_) {
+      if (d > ceiling) continue;
+      variance += (d - mean) * (d - mean);
+    }
+    const double deviation = std::sqrt(variance / count);
+    if (mean > 6 * deviation || deviation <= kRegularJitterNs) {
+      mean_ns = static_cast<int64_t>(mean);
+      deviation_ns = static_cast<int64_t>(deviation);
+      return true;
+    }
+    ceiling = max - 1;
+  }
+}
+
+int64_t PredictiveGovernor::predicted_interval_ns() const noexcept {
+  int64_t mean = 0;
+  int64_t deviation = 0;
+  return RegularInterval(mean, deviation) ? mean : 0;
+}
+
+Selection PredictiveGovernor::Poll(int64_t window_ns) noexcept {
+  last_poll_ns_ = window_ns;
+  return {kPollState, window_ns};
+}
+
+Selection PredictiveGovernor::Plan(const IdleContext& context) noexcept {
+  // Rule 1: the expected wake.
+  expected_ns_ = 0;
+  poll_until_ns_ = 0;
+  if (context.deadline_ns != kNoTimer) {
+    expected_ns_ = context.deadline_ns;
+    poll_until_ns_ = context.deadline_ns;
+  }
+  int64_t mean = 0;
+  int64_t deviation = 0;
+  if (RegularInterval(mean, deviation)) {
+    const int64_t predicted = period_start_ns_ + mean;
+    if (expected_ns_ == 0 || predicted < expected_ns_) {
+      expected_ns_ = predicted;
+      const int64_t tolerance = std::max(2 * deviation, kMinToleranceNs);
+      poll_until_ns_ = predicted + tolerance;
+      if (context.deadline_ns != kNoTimer) {
+        poll_until_ns_ = std::min(poll_until_ns_, context.deadline_ns);
+      }
+    }
+  }
+  if (expected_ns_ != 0) return Step(context.now_ns);
+
+  // Rule 2: no expected wake; poll only if short periods are the rule.
+  if (short_share_ * 2 >= kShareOne && short_mean_ns_ > 0) {
+    return Poll(std::min(
+        params_.poll_ns,
+        std::max(params_.block_target_residency_ns, 2 * short_mean_ns_)));
+  }
+  return Block(kBlockUntilDeadline);
+}
+
+Selection PredictiveGovernor::Step(int64_t now_ns) noexcept {
+  if (expected_ns_ == 0 || poll_ran_out_) return Block(kBlockUntilDeadline);
+  // Rule 4: far from the wake, block until the margin before it.
+  const int64_t block_until = expected_ns_ - wake_margin_ns();
+  if (block_until - now_ns >= params_.block_target_residency_ns) {
+    return Block(block_until);
+  }
+  // Rule 3: close to it, poll across it, if the cap allows.
+  const int64_t window = poll_until_ns_ - now_ns;
+  if (window <= 0 || window > params_.poll_ns) {
+    return Block(kBlockUntilDeadline);
+  }
+  return Poll(window);
+}
+
+Selection PredictiveGovernor::Select(const IdleContext& context) noexcept {
+  Selection selection;
+  if (!in_period_) {
+    in_period_ = true;
+    period_start_ns_ = context.now_ns;
+    poll_ran_out_ = false;
+    selection = Plan(context);
+  } else {
+    selection = Step(context.now_ns);
+  }
+  select_ns_ = context.now_ns;
+  block_until_ns_ = selection.state == kBlockState ? selection.block_until_ns
+                                                   : kBlockUntilDeadline;
+  return selection;
+}
+
+void PredictiveGovernor::Reflect(int state, int64_t residency_ns,
+                                 IdleExit exit) noexcept {
+  const int64_t end = select_ns_ + residency_ns;
+  const bool limited_block_ran_out = limited_block_ran_out_;
+  limited_block_ran_out_ = state == kBlockState &&
+                           block_until_ns_ != kBlockUntilDeadline &&
+                           exit == IdleExit::kTimeout;
+  if (state == kBlockState && block_until_ns_ != kBlockUntilDeadline &&
+      exit != IdleExit::kWoken) {
+    // A limited block ran out: learn how late it ended. Late is a missed
+    // wake, so the mean rises fast (by half the error) and falls slowly.
+    const int64_t lateness = std::max<int64_t>(0, end - block_until_ns_);
+    const int64_t error = lateness - lateness_ns_;
+    lateness_ns_ += error > 0 ? error / 2 : error / kDecay;
+    lateness_dev_ns_ += (std::abs(error) - lateness_dev_ns_) / kDecay;
+  }
+  if (state == kBlockState && block_until_ns_ != kBlockUntilDeadline &&
+      exit == IdleExit::kWoken &&
+      end >= block_until_ns_ - params_.poll_ns) {
+    // The expected wake came while it still blocked, close to the planned
+    // poll: the margin is too small to be measured by blocks that run out,
+    // because none does. Double it (up to the poll cap); the blocks that
+    // then run out measure the real lateness and bring it back down.
+    lateness_ns_ = std::min(params_.poll_ns,
+                            std::max<int64_t>(2 * lateness_ns_, kMinToleranceNs));
+  }
+  if (state == kPollState && exit == IdleExit::kTimeout) poll_ran_out_ = true;
+  if (exit == IdleExit::kTimeout) return;
+  // A wake seen from the block state, or found at once by the poll after a
+  // limited block ran out (it came while the block was on its way out), was
+  // seen late by about the lateness; as menu.c takes the exit latency off
+  // its measured idle.
+  const bool found_at_once = state == kPollState && limited_block_ran_out &&
+                             residency_ns < kMinToleranceNs;
+  int64_t seen_late = 0;
+  if (exit == IdleExit::kWoken && (state == kBlockState || found_at_once)) {
+    seen_late = std::min(lateness_ns_, (end - period_start_ns_) / 2);
+  }
+  EndPeriod(end - seen_late, exit == IdleExit::kDeadline);
+}
+
+void PredictiveGovernor::EndPeriod(int64_t end_ns, bool by_deadline) noexcept {
+  const int64_t duration = end_ns - period_start_ns_;
+  history_[history_next_] = duration;
+  history_next_ = (history_next_ + 1) % kHistory;
+  history_count_ = std::min(history_count_ + 1, kHistory);
+  if (by_deadline) {
+    ++hits_;
+  } else {
+    ++intercepts_;
+  }
+  const bool is_short = duration < params_.block_target_residency_ns;
+  short_share_ += ((is_short ? kShareOne : 0) - short_share_) / kDecay;
+  if (is_short) short_mean_ns_ += (duration - short_mean_ns_) / 2;
+  in_period_ = false;
+  expected_ns_ = 0;
+}
+
+}  // namespace haltpool::idle

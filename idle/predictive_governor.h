@@ -1,0 +1,140 @@
+// A predictive governor in the spirit of the kernel's menu and teo: it
+// guesses when the next wake comes, from the waiter's next timer and from the
+// idle periods it has seen, and spends the idle period so that it is polling
+// when the wake arrives and blocked the rest of the time.
+//
+// The rules, in the order Select applies them at the start of an idle period:
+//  1. Expected wake. The caller's deadline (a timer) is a wake that will
+//     certainly come. The last kHistory idle periods, if they are regular
+//     (menu's repeating-interval detector: standard deviation at most 1/6 of
+//     the mean or under kRegularJitterNs, after dropping up to a quarter of
+//     them as outliers), predict another one a mean after the period began.
+//     The earlier of the two is the expected wake.
+//  2. No expected wake. If at least half of the recent periods (a decaying
+//     share) were shorter than the block state's target residency, poll for
+//     that residency (every such period fits in it) or twice the typical
+//     short period if longer; otherwise block.
+//  3. An expected wake too close for blocking to pay off (under the block
+//     state's target residency plus the wake margin): poll until it, plus
+//     the tolerance below.
+//  4. An expected wake further away: block until the wake margin before it,
+//     then poll across it. The margin is learned: each limited block that ran
+//     out reports how late it really ended (timer slack plus the hypervisor's
+//     wake path), and the margin is the decaying mean of that lateness plus
+//     twice its decaying mean deviation. The poll after the block lasts
+//     until the deadline for a timer, and for a predicted wake until the
+//     prediction plus a tolerance of twice the history's deviation (at least
+//     kMinToleranceNs); a poll that runs out is followed by a block.
+//  Every poll is capped at PredictiveParams::poll_ns; a plan that needs a
+//  longer poll blocks instead.
+//
+// A wake that comes while a limited block still runs, close to its end,
+// means the margin is too small (a block that never runs out measures
+// nothing): the margin doubles, up to the poll cap.
+//
+// Reflect ends a period at a wake or the deadline, records its length in the
+// history (less the lateness, for a wake seen from the block state or found
+// at once when a limited block ran out, as menu takes the exit latency off) and whether the timer ended it (a hit) or a wake came earlier (an
+// intercept). The idle statistics' `above` (blocked, but the wake came within
+// the target residency) and `below` (polled longer than blocking would have
+// cost) count what it got wrong.
+
+#ifndef HALTPOOL_IDLE_PREDICTIVE_GOVERNOR_H_
+#define HALTPOOL_IDLE_PREDICTIVE_GOVERNOR_H_
+
+#include <array>
+#include <cstdint>
+
+#include "idle/governor.h"
+
+namespace haltpool::idle {
+
+struct PredictiveParams {
+  // No poll longer than this (the haltpoll cap, guest_halt_poll_ns's 200 us).
+  int64_t poll_ns = 200000;
+  // The block state's costs (idle_state.h): the first guess of the wake
+  // margin, and the shortest idle blocking pays off for.
+  int64_t block_exit_latency_ns = 6000;
+  int64_t block_target_residency_ns = 12000;
+};
+
+class PredictiveGovernor final : public Governor {
+ public:
+  // menu.c's INTERVALS: the idle periods the pattern detector looks at.
+  static constexpr int kHistory = 8;
+  // menu.c accepts a pattern whose deviation is under 20 us whatever its
+  // mean; a wake that regular is worth polling for.
+  static constexpr int64_t kRegularJitterNs = 20000;
+  // The least the poll after a predicted wake extends past it: a couple of
+  // microseconds of scheduling noise on this machine's vCPUs.
+  static constexpr int64_t kMinToleranceNs = 2000;
+  // Weight of a new sample in the decaying means, as 1/kDecay (teo decays
+  // its bins by 1/2 per period; the margin moves more slowly so one late
+  // wake does not double it).
+  static constexpr int kDecay = 8;
+
+  explicit PredictiveGovernor(const PredictiveParams& params) noexcept;
+
+  absl::string_view name() const noexcept override { return "predictive"; }
+
+  // Plans the period on its first call (rules 1 to 4), then returns the
+  // plan's next step.
+  Selection Select(const IdleContext& context) noexcept override;
+
+  // Learns the wake margin from limited blocks that ran out; at a wake or
+  // the deadline ends the period and records it.
+  void Reflect(int state, int64_t residency_ns,
+               IdleExit exit) noexcept override;
+
+  int64_t poll_limit_ns() const noexcept override { return last_poll_ns_; }
+
+  // For tests and statistics.
+  int64_t wake_margin_ns() const noexcept;
+  // The regular interval the history shows, or 0 if it shows none.
+  int64_t predicted_interval_ns() const noexcept;
+  uint64_t hits() const noexcept { return hits_; }
+  uint64_t intercepts() const noexcept { return intercepts_; }
+
+ private:
+  // Rule 2's share of short periods, in 1/1024ths.
+  static constexpr int64_t kShareOne = 1024;
+
+  Selection Plan(const IdleContext& context) noexcept;
+  // The plan's step at `now_ns`: block until the margin before the
+  // expected wake, poll across it, or block once the poll ran out.
+  Selection Step(int64_t now_ns) noexcept;
+  Selection Poll(int64_t window_ns) noexcept;
+  void EndPeriod(int64_t end_ns, bool by_deadline) noexcept;
+  // Mean and deviation of the regular history; false if it is not regular.
+  bool RegularInterval(int64_t& mean_ns, int64_t& deviation_ns) const noexcept;
+
+  PredictiveParams params_;
+
+  // The idle period in progress.
+  bool in_period_ = false;
+  int64_t period_start_ns_ = 0;
+  int64_t expected_ns_ = 0;         // The expected wake; 0 if none.
+  int64_t poll_until_ns_ = 0;       // End of the planned poll across it.
+  int64_t select_ns_ = 0;           // now_ns of the last Select.
+  int64_t block_until_ns_ = kBlockUntilDeadline;  // Of the last selection.
+  bool poll_ran_out_ = false;       // The planned poll ended without a wake.
+  bool limited_block_ran_out_ = false;  // The last step was such a block.
+
+  // What it has learned.
+  std::array<int64_t, kHistory> history_{};
+  int history_count_ = 0;
+  int history_next_ = 0;
+  // Decaying mean of limited blocks' lateness; it rises by half of a late
+  // sample (a late block misses the wake) and falls by 1/kDecay.
+  int64_t lateness_ns_;
+  int64_t lateness_dev_ns_;   // Decaying mean absolute deviation.
+  int64_t short_share_ = 0;   // Of periods under the target residency.
+  int64_t short_mean_ns_ = 0;  // Decaying mean length of those periods.
+  int64_t last_poll_ns_ = 0;
+  uint64_t hits_ = 0;
+  uint64_t intercepts_ = 0;
+};
+
+}  // namespace haltpool::idle
+
+#endif  // HALTPOOL_IDLE_PREDICTIVE_GOVERNOR_H_

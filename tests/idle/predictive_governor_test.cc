@@ -1,0 +1,319 @@
+// PredictiveGovernor (idle/predictive_governor.h) rule by rule, first by its
+// selections and then driven through the real idle loop (RunIdle) on a fake
+// clock, with wakes at chosen times and blocks that end late by a chosen
+// lateness, as a timed FUTEX_WAIT does under timer slack and a hypervisor.
+
+#include "idle/predictive_governor.h"
+
+#include <cstdint>
+#include <memory>
+
+#include "arch/cycle_clock.h"
+#include "gtest/gtest.h"
+#include "idle/governor.h"
+#include "idle/governor_registry.h"
+#include "idle/idle_loop.h"
+#include "idle/idle_options.h"
+#include "idle/idle_state.h"
+#include "idle/idle_stats.h"
+#include "tests/idle/fake_clock.h"
+
+namespace haltpool::idle {
+namespace {
+
+using fakes::FakeClock;
+
+constexpr int64_t kUs = 1000;
+constexpr int64_t kMs = 1000000;
+constexpr int64_t kNever = arch::kNoDeadline;
+
+PredictiveParams Params() {
+  return PredictiveParams{.poll_ns = 200 * kUs,
+                          .block_exit_latency_ns = 6 * kUs,
+                          .block_target_residency_ns = 12 * kUs};
+}
+
+// One idle period through RunIdle: a wake comes at `wake_at_ns` (kNever:
+// none), a limited block ends `lateness_ns` after its limit, a wake during
+// a block is seen `lateness_ns` after it comes, and polls see it at once.
+struct Waiter {
+  explicit Waiter(const PredictiveParams& params = Params())
+      : governor(params),
+        states(MakeStateTable(params.block_exit_latency_ns,
+                              params.block_target_residency_ns)) {}
+
+  IdleResult Idle(int64_t deadline_ns, int64_t wake_at_ns,
+                  int64_t lateness_ns = 0) {
+    last_state = -1;
+    const IdleDevice dev{&governor, &states, &counters, &clock};
+    auto poll = [&](int64_t until_ns) {
+      last_state = kPollState;
+      if (wake_at_ns <= until_ns) {
+        clock.AdvanceTo(wake_at_ns);
+        return true;
+      }
+      clock.AdvanceTo(until_ns);
+      return false;
+    };
+    auto block = [&](int64_t until_ns) {
+      last_state = kBlockState;
+      if (wake_at_ns <= until_ns) {
+        clock.AdvanceTo(wake_at_ns + lateness_ns);
+        return true;
+      }
+      clock.AdvanceTo(until_ns + lateness_ns);
+      return false;
+    };
+    return RunIdle(dev, deadline_ns, poll, block);
+  }
+
+  IdleStats Stats() const {
+    IdleStats s;
+    counters.Snapshot(s);
+    return s;
+  }
+
+  PredictiveGovernor governor;
+  StateTable states;
+  IdleCounters counters;
+  FakeClock clock;
+  int last_state = -1;  // The state the last period ended in.
+};
+
+TEST(PredictiveGovernorRules, TheRegistryMakesItFromTheOptions) {
+  IdleOptions o;
+  o.governor = "predictive";
+  absl::StatusOr<std::unique_ptr<Governor>> g = MakeGovernor(o);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ((*g)->name(), "predictive");
+}
+
+TEST(PredictiveGovernorRules, WithNothingToGoOnItBlocksUntilWoken) {
+  PredictiveGovernor g(Params());
+  const Selection s = g.Select({1 * kMs, kNever});
+  EXPECT_EQ(s.state, kBlockState);
+  EXPECT_EQ(s.block_until_ns, kBlockUntilDeadline);
+}
+
+TEST(PredictiveGovernorRules, AFarTimerBlocksUntilTheMarginBeforeIt) {
+  PredictiveGovernor g(Params());
+  const Selection s = g.Select({1 * kMs, 2 * kMs});
+  EXPECT_EQ(s.state, kBlockState);
+  EXPECT_EQ(g.wake_margin_ns(), 6 * kUs);  // The block's exit latency.
+  EXPECT_EQ(s.block_until_ns, 2 * kMs - 6 * kUs);
+}
+
+TEST(PredictiveGovernorRules, AfterTheLimitedBlockItPollsUntilTheTimer) {
+  PredictiveGovernor g(Params());
+  const Selection b = g.Select({1 * kMs, 2 * kMs});
+  g.Reflect(kBlockState, b.block_until_ns - 1 * kMs, IdleExit::kTimeout);
+  const Selection p = g.Select({b.block_until_ns, 2 * kMs});
+  EXPECT_EQ(p.state, kPollState);
+  EXPECT_EQ(p.poll_limit_ns, 2 * kMs - b.block_until_ns);
+  EXPECT_EQ(g.poll_limit_ns(), p.poll_limit_ns);
+}
+
+TEST(PredictiveGovernorRules, ATimerTooCloseToBlockForIsPolledFor) {
+  PredictiveGovernor g(Params());
+  // 15 us away: the block would last 9 us, under the 12 us residency.
+  const Selection s = g.Select({1 * kMs, 1 * kMs + 15 * kUs});
+  EXPECT_EQ(s.state, kPollState);
+  EXPECT_EQ(s.poll_limit_ns, 15 * kUs);
+}
+
+TEST(PredictiveGovernorRules, APollLongerThanTheCapBlocksInstead) {
+  PredictiveParams p = Params();
+  p.poll_ns = 5 * kUs;
+  PredictiveGovernor g(p);
+  const Selection s = g.Select({1 * kMs, 1 * kMs + 15 * kUs});
+  EXPECT_EQ(s.state, kBlockState);
+  EXPECT_EQ(s.block_until_ns, kBlockUntilDeadline);
+}
+
+TEST(PredictiveGovernorRules, ItLearnsHowLateABlockEndsAndWakesEarlierByIt) {
+  Waiter w;
+  constexpr int64_t kLate = 80 * kUs;  // Timer slack plus a VM exit.
+  // The first timer is missed: the block ends 80 us late, past the timer.
+  int64_t deadline = w.clock.NowNs() + 1 * kMs;
+  EXPECT_EQ(w.Idle(deadline, kNever, kLate), IdleResult::kTimedOut);
+  EXPECT_GT(w.clock.NowNs(), deadline);
+  EXPECT_GE(w.governor.wake_margin_ns(), kLate / 2);
+  for (int i = 0; i < 20; ++i) {
+    deadline = w.clock.NowNs() + 1 * kMs;
+    w.Idle(deadline, kNever, kLate);
+  }
+  // Now it blocks until the margin before the timer and polls across it.
+  EXPECT_GE(w.governor.wake_margin_ns(), kLate);
+  deadline = w.clock.NowNs() + 1 * kMs;
+  EXPECT_EQ(w.Idle(deadline, kNever, kLate), IdleResult::kTimedOut);
+  EXPECT_EQ(w.clock.NowNs(), deadline);
+  EXPECT_EQ(w.last_state, kPollState);
+  EXPECT_EQ(w.governor.hits(), 22u);
+  EXPECT_EQ(w.governor.intercepts(), 0u);
+}
+
+TEST(PredictiveGovernorRules, TheMarginFallsSlowlyWhenBlocksEndOnTime) {
+  Waiter w;
+  for (int i = 0; i < 10; ++i) {
+    w.Idle(w.clock.NowNs() + 1 * kMs, kNever, 100 * kUs);
+  }
+  const int64_t learned = w.governor.wake_margin_ns();
+  w.Idle(w.clock.NowNs() + 1 * kMs, kNever, 0);
+  const int64_t after_one = w.governor.wake_margin_ns();
+  EXPECT_GT(after_one, learned / 2) << "one early block must not halve it";
+  for (int i = 0; i < 40; ++i) w.Idle(w.clock.NowNs() + 1 * kMs, kNever, 0);
+  EXPECT_LT(w.governor.wake_margin_ns(), learned / 4);
+}
+
+// Wakes every `period` with no timer, each seen at once if polling.
+void RunPeriodic(Waiter& w, int64_t period, int n, int64_t lateness) {
+  for (int i = 0; i < n; ++i) {
+    const int64_t start = w.clock.NowNs();
+    w.Idle(kNever, start + period, lateness);
+  }
+}
+
+TEST(PredictiveGovernorRules, ItNoticesARegularWakeAndPollsAcrossTheNext) {
+  Waiter w;
+  constexpr int64_t kLate = 60 * kUs;
+  RunPeriodic(w, 1 * kMs, PredictiveGovernor::kHistory, kLate);
+  // While learning, each wake came during a block, 60 us late.
+  EXPECT_GT(w.governor.predicted_interval_ns(), 1 * kMs);
+  EXPECT_EQ(w.last_state, kBlockState);
+  RunPeriodic(w, 1 * kMs, 30, kLate);
+  // The pattern now has no lateness in it: the wake is met while polling.
+  EXPECT_EQ(w.last_state, kPollState);
+  // Within a percent: a wake that comes just as a block runs out is
+  // counted as seen late.
+  EXPECT_NEAR(w.governor.predicted_interval_ns(), 1 * kMs, 10 * kUs);
+  const int64_t start = w.clock.NowNs();
+  EXPECT_EQ(w.Idle(kNever, start + 1 * kMs, kLate), IdleResult::kWoken);
+  EXPECT_EQ(w.clock.NowNs(), start + 1 * kMs);
+  EXPECT_EQ(w.last_state, kPollState);
+  // It polled only around the wake, not the whole millisecond.
+  const IdleStats s = w.Stats();
+  EXPECT_GT(s.per_state[kBlockState].time_ns,
+            5 * s.per_state[kPollState].time_ns);
+}
+
+TEST(PredictiveGovernorRules, AnIrregularHistoryPredictsNothing) {
+  PredictiveGovernor g(Params());
+  int64_t now = 1 * kMs;
+  for (int i = 0; i < 2 * PredictiveGovernor::kHistory; ++i) {
+    const int64_t length = i % 2 ? 100 * kUs : 5 * kMs;
+    g.Select({now, kNever});
+    g.Reflect(kBlockState, length, IdleExit::kWoken);
+    now += length;
+  }
+  EXPECT_EQ(g.predicted_interval_ns(), 0);
+  const Selection s = g.Select({now, kNever});
+  EXPECT_EQ(s.state, kBlockState);
+  EXPECT_EQ(s.block_until_ns, kBlockUntilDeadline);
+}
+
+TEST(PredictiveGovernorRules, AFewOutliersDoNotHideThePattern) {
+  PredictiveGovernor g(Params());
+  int64_t now = 1 * kMs;
+  for (int i = 0; i < PredictiveGovernor::kHistory; ++i) {
+    // Two of eight periods are long (a quarter, menu's limit).
+    const int64_t length = (i == 2 || i == 5) ? 50 * kMs : 500 * kUs;
+    g.Select({now, kNever});
+    g.Reflect(kPollState, length, IdleExit::kWoken);  // Seen at once.
+    now += length;
+  }
+  EXPECT_EQ(g.predicted_interval_ns(), 500 * kUs);
+}
+
+TEST(PredictiveGovernorRules, ThreeOutliersInEightAreNoPattern) {
+  PredictiveGovernor g(Params());
+  int64_t now = 1 * kMs;
+  for (int i = 0; i < PredictiveGovernor::kHistory; ++i) {
+    const int64_t length = (i == 1 || i == 3 || i == 6) ? 50 * kMs : 500 * kUs;
+    g.Select({now, kNever});
+    g.Reflect(kBlockState, length, IdleExit::kWoken);
+    now += length;
+  }
+  EXPECT_EQ(g.predicted_interval_ns(), 0);
+}
+
+TEST(PredictiveGovernorRules, AnEarlierTimerWinsOverThePattern) {
+  PredictiveGovernor g(Params());
+  int64_t now = 1 * kMs;
+  for (int i = 0; i < PredictiveGovernor::kHistory; ++i) {
+    g.Select({now, kNever});
+    g.Reflect(kBlockState, 1 * kMs, IdleExit::kWoken);
+    now += 1 * kMs;
+  }
+  const Selection s = g.Select({now, now + 300 * kUs});
+  EXPECT_EQ(s.state, kBlockState);
+  EXPECT_EQ(s.block_until_ns, now + 300 * kUs - g.wake_margin_ns());
+}
+
+TEST(PredictiveGovernorRules, APredictedWakeThatDoesNotComeEndsInABlock) {
+  Waiter w;
+  RunPeriodic(w, 1 * kMs, 3 * PredictiveGovernor::kHistory, 0);
+  ASSERT_GT(w.governor.predicted_interval_ns(), 0);
+  // This time the wake is 5 ms away: the poll across the expected wake
+  // runs out and the waiter blocks until it comes.
+  const int64_t start = w.clock.NowNs();
+  const uint64_t timeouts = w.Stats().poll_timeouts;
+  EXPECT_EQ(w.Idle(kNever, start + 5 * kMs), IdleResult::kWoken);
+  EXPECT_EQ(w.last_state, kBlockState);
+  EXPECT_EQ(w.Stats().poll_timeouts, timeouts + 1);
+}
+
+TEST(PredictiveGovernorRules, RegularShortPeriodsArePolledAcross) {
+  Waiter w;
+  for (int i = 0; i < 20; ++i) w.Idle(kNever, w.clock.NowNs() + 3 * kUs, 0);
+  const Selection s = w.governor.Select({w.clock.NowNs(), kNever});
+  EXPECT_EQ(s.state, kPollState);
+  // Until the predicted wake plus the least tolerance.
+  EXPECT_EQ(s.poll_limit_ns, 3 * kUs + PredictiveGovernor::kMinToleranceNs);
+}
+
+TEST(PredictiveGovernorRules, MostlyShortIrregularPeriodsArePolledFor) {
+  Waiter w;
+  // Five short periods in every eight, three long: no pattern (three
+  // outliers in eight), but short periods are the rule.
+  for (int i = 0; i < 40; ++i) {
+    const int64_t length = i % 8 >= 3 ? 3 * kUs : 50 * kMs;
+    w.Idle(kNever, w.clock.NowNs() + length, 0);
+  }
+  ASSERT_EQ(w.governor.predicted_interval_ns(), 0);
+  const Selection s = w.governor.Select({w.clock.NowNs(), kNever});
+  EXPECT_EQ(s.state, kPollState);
+  // The block state's target residency: every short period fits in it.
+  EXPECT_EQ(s.poll_limit_ns, 12 * kUs);
+}
+
+TEST(PredictiveGovernorRules, MostlyLongIrregularPeriodsAreBlockedFor) {
+  Waiter w;
+  for (int i = 0; i < 40; ++i) {
+    const int64_t length = i % 8 < 3 ? 3 * kUs : 50 * kMs + i * kMs;
+    w.Idle(kNever, w.clock.NowNs() + length, 0);
+  }
+  ASSERT_EQ(w.governor.predicted_interval_ns(), 0);
+  EXPECT_EQ(w.governor.Select({w.clock.NowNs(), kNever}).state, kBlockState);
+}
+
+TEST(PredictiveGovernorRules, HitsAndInterceptsAreCounted) {
+  Waiter w;
+  w.Idle(w.clock.NowNs() + 1 * kMs, kNever);                       // Hit.
+  w.Idle(w.clock.NowNs() + 1 * kMs, w.clock.NowNs() + 100 * kUs);  // Intercept.
+  w.Idle(kNever, w.clock.NowNs() + 2 * kMs);                       // Intercept.
+  EXPECT_EQ(w.governor.hits(), 1u);
+  EXPECT_EQ(w.governor.intercepts(), 2u);
+}
+
+TEST(PredictiveGovernorRules, AboveCountsAWakeThatCameSoonAfterItBlocked) {
+  Waiter w;
+  RunPeriodic(w, 1 * kMs, 3 * PredictiveGovernor::kHistory, 0);
+  const uint64_t above = w.Stats().per_state[kBlockState].above;
+  // A wake 5 us into the period: the block was a misprediction.
+  const int64_t start = w.clock.NowNs();
+  w.Idle(kNever, start + 5 * kUs, 0);
+  EXPECT_EQ(w.Stats().per_state[kBlockState].above, above + 1);
+}
+
+}  // namespace
+}  // namespace haltpool::idle
