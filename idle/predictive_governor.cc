@@ -27,7 +27,7 @@ int64_t PredictiveGovernor::wake_margin_ns() const noexcept {
   return lateness_ns_ + 2 * lateness_dev_ns_;
 }
 
-bool PredictiveGovernor::RegularInterval(int64_t& mean_ns,
+bool PredictiveGovernor::RegularInterval(int64_t& median_ns,
                                          int64_t& deviation_ns) const noexcept {
   if (history_count_ < kHistory) return false;
   // As menu.c's get_typical_interval(): drop the largest sample while the
@@ -52,8 +52,21 @@ bool PredictiveGovernor::RegularInterval(int64_t& mean_ns,
     }
     const double deviation = std::sqrt(variance / count);
     if (mean > 6 * deviation || deviation <= kRegularJitterNs) {
-      mean_ns = static_cast<int64_t>(mean);
-      deviation_ns = static_cast<int64_t>(deviation);
+      // Regular. The prediction is the median of the kept samples and its
+      // spread their median absolute deviation: one late wake (and the short
+      // period after it, when the waker keeps a fixed schedule) moves
+      // neither, where it would move the mean and the standard deviation.
+      std::array<int64_t, kHistory> kept{};
+      int n = 0;
+      for (int64_t d : history_) {
+        if (d <= ceiling) kept[n++] = d;
+      }
+      std::sort(kept.begin(), kept.begin() + n);
+      const int64_t median = kept[n / 2];
+      for (int i = 0; i < n; ++i) kept[i] = std::abs(kept[i] - median);
+      std::sort(kept.begin(), kept.begin() + n);
+      median_ns = median;
+      deviation_ns = kept[n / 2];
       return true;
     }
     ceiling = max - 1;
@@ -110,12 +123,10 @@ Selection PredictiveGovernor::Step(int64_t now_ns) noexcept {
   if (block_until - now_ns >= params_.block_target_residency_ns) {
     return Block(block_until);
   }
-  // Rule 3: close to it, poll across it, if the cap allows.
+  // Rule 3: close to it, poll across it, for the cap at most.
   const int64_t window = poll_until_ns_ - now_ns;
-  if (window <= 0 || window > params_.poll_ns) {
-    return Block(kBlockUntilDeadline);
-  }
-  return Poll(window);
+  if (window <= 0) return Block(kBlockUntilDeadline);
+  return Poll(std::min(window, params_.poll_ns));
 }
 
 Selection PredictiveGovernor::Select(const IdleContext& context) noexcept {
@@ -141,6 +152,7 @@ void PredictiveGovernor::Reflect(int state, int64_t residency_ns,
   limited_block_ran_out_ = state == kBlockState &&
                            block_until_ns_ != kBlockUntilDeadline &&
                            exit == IdleExit::kTimeout;
+  if (limited_block_ran_out_) ran_out_block_until_ns_ = block_until_ns_;
   if (state == kBlockState && block_until_ns_ != kBlockUntilDeadline &&
       exit != IdleExit::kWoken) {
     // A limited block ran out: learn how late it ended. Late is a missed
@@ -150,29 +162,23 @@ void PredictiveGovernor::Reflect(int state, int64_t residency_ns,
     lateness_ns_ += error > 0 ? error / 2 : error / kDecay;
     lateness_dev_ns_ += (std::abs(error) - lateness_dev_ns_) / kDecay;
   }
-  if (state == kBlockState && block_until_ns_ != kBlockUntilDeadline &&
-      exit == IdleExit::kWoken &&
-      end >= block_until_ns_ - params_.poll_ns) {
-    // The expected wake came while it still blocked, close to the planned
-    // poll: the margin is too small to be measured by blocks that run out,
-    // because none does. Double it (up to the poll cap); the blocks that
-    // then run out measure the real lateness and bring it back down.
-    lateness_ns_ = std::min(params_.poll_ns,
-                            std::max<int64_t>(2 * lateness_ns_, kMinToleranceNs));
-  }
   if (state == kPollState && exit == IdleExit::kTimeout) poll_ran_out_ = true;
   if (exit == IdleExit::kTimeout) return;
-  // A wake seen from the block state, or found at once by the poll after a
-  // limited block ran out (it came while the block was on its way out), was
-  // seen late by about the lateness; as menu.c takes the exit latency off
-  // its measured idle.
-  const bool found_at_once = state == kPollState && limited_block_ran_out &&
-                             residency_ns < kMinToleranceNs;
-  int64_t seen_late = 0;
-  if (exit == IdleExit::kWoken && (state == kBlockState || found_at_once)) {
-    seen_late = std::min(lateness_ns_, (end - period_start_ns_) / 2);
+  // A wake seen from the block state was seen late by about the block
+  // state's exit latency (a FUTEX_WAKE's cost, not a timer's lateness);
+  // menu.c takes it off its measured idle too. A wake the poll finds at once
+  // after a limited block ran out came while the block was on its way out,
+  // after its limit: it counts as coming at the limit, the early end, since
+  // a prediction too early costs a longer poll and one too late a block.
+  int64_t seen_at = end;
+  if (exit == IdleExit::kWoken && state == kBlockState) {
+    seen_at -= std::min(params_.block_exit_latency_ns,
+                        (end - period_start_ns_) / 2);
+  } else if (exit == IdleExit::kWoken && limited_block_ran_out &&
+             residency_ns < kFoundAtOnceNs) {
+    seen_at = std::max(period_start_ns_, ran_out_block_until_ns_);
   }
-  EndPeriod(end - seen_late, exit == IdleExit::kDeadline);
+  EndPeriod(seen_at, exit == IdleExit::kDeadline);
 }
 
 void PredictiveGovernor::EndPeriod(int64_t end_ns, bool by_deadline) noexcept {

@@ -8,7 +8,9 @@
 //     certainly come. The last kHistory idle periods, if they are regular
 //     (menu's repeating-interval detector: standard deviation at most 1/6 of
 //     the mean or under kRegularJitterNs, after dropping up to a quarter of
-//     them as outliers), predict another one a mean after the period began.
+//     them as outliers), predict another one the median of the kept
+//     periods after the period began (a median, so that one late wake and
+//     the short period after it move nothing).
 //     The earlier of the two is the expected wake.
 //  2. No expected wake. If at least half of the recent periods (a decaying
 //     share) were shorter than the block state's target residency, poll for
@@ -21,20 +23,17 @@
 //     then poll across it. The margin is learned: each limited block that ran
 //     out reports how late it really ended (timer slack plus the hypervisor's
 //     wake path), and the margin is the decaying mean of that lateness plus
-//     twice its decaying mean deviation. The poll after the block lasts
-//     until the deadline for a timer, and for a predicted wake until the
-//     prediction plus a tolerance of twice the history's deviation (at least
-//     kMinToleranceNs); a poll that runs out is followed by a block.
-//  Every poll is capped at PredictiveParams::poll_ns; a plan that needs a
-//  longer poll blocks instead.
-//
-// A wake that comes while a limited block still runs, close to its end,
-// means the margin is too small (a block that never runs out measures
-// nothing): the margin doubles, up to the poll cap.
+//     twice its decaying mean deviation. The poll after the block lasts until the
+//     deadline for a timer, and for a predicted wake until the prediction
+//     plus a tolerance of twice the kept periods' median absolute deviation
+//     (at least kMinToleranceNs); a poll that runs out is followed by a
+//     block.
+//  Every poll is capped at PredictiveParams::poll_ns.
 //
 // Reflect ends a period at a wake or the deadline, records its length in the
-// history (less the lateness, for a wake seen from the block state or found
-// at once when a limited block ran out, as menu takes the exit latency off) and whether the timer ended it (a hit) or a wake came earlier (an
+// history (less the block state's exit latency for a wake seen from the
+// block state, as menu takes it off; a wake found at once when a limited
+// block ran out counts as coming at the block's limit) and whether the timer ended it (a hit) or a wake came earlier (an
 // intercept). The idle statistics' `above` (blocked, but the wake came within
 // the target residency) and `below` (polled longer than blocking would have
 // cost) count what it got wrong.
@@ -68,6 +67,9 @@ class PredictiveGovernor final : public Governor {
   // The least the poll after a predicted wake extends past it: a couple of
   // microseconds of scheduling noise on this machine's vCPUs.
   static constexpr int64_t kMinToleranceNs = 2000;
+  // A poll that returns within this found its wake already there: a poll
+  // of a notified word is two clock reads and an atomic, under 100 ns here.
+  static constexpr int64_t kFoundAtOnceNs = 300;
   // Weight of a new sample in the decaying means, as 1/kDecay (teo decays
   // its bins by 1/2 per period; the margin moves more slowly so one late
   // wake does not double it).
@@ -90,7 +92,8 @@ class PredictiveGovernor final : public Governor {
 
   // For tests and statistics.
   int64_t wake_margin_ns() const noexcept;
-  // The regular interval the history shows, or 0 if it shows none.
+  // The regular interval the history shows (the median of its kept
+  // periods), or 0 if it shows none.
   int64_t predicted_interval_ns() const noexcept;
   uint64_t hits() const noexcept { return hits_; }
   uint64_t intercepts() const noexcept { return intercepts_; }
@@ -105,8 +108,10 @@ class PredictiveGovernor final : public Governor {
   Selection Step(int64_t now_ns) noexcept;
   Selection Poll(int64_t window_ns) noexcept;
   void EndPeriod(int64_t end_ns, bool by_deadline) noexcept;
-  // Mean and deviation of the regular history; false if it is not regular.
-  bool RegularInterval(int64_t& mean_ns, int64_t& deviation_ns) const noexcept;
+  // Median and median absolute deviation of the history's kept periods;
+  // false if it is not regular.
+  bool RegularInterval(int64_t& median_ns,
+                       int64_t& deviation_ns) const noexcept;
 
   PredictiveParams params_;
 
@@ -119,6 +124,7 @@ class PredictiveGovernor final : public Governor {
   int64_t block_until_ns_ = kBlockUntilDeadline;  // Of the last selection.
   bool poll_ran_out_ = false;       // The planned poll ended without a wake.
   bool limited_block_ran_out_ = false;  // The last step was such a block.
+  int64_t ran_out_block_until_ns_ = 0;  // And its limit.
 
   // What it has learned.
   std::array<int64_t, kHistory> history_{};
