@@ -9,7 +9,9 @@ set(HALTPOOL_SOURCES
   arch/futex.cc
   arch/hypervisor.cc
   arch/system_files.cc
+  arch/timer_slack.cc
   arch/wait_mechanism.cc
+  idle/calibration.cc
   idle/clock.cc
   idle/fixed_governor.cc
   idle/governor_registry.cc
@@ -18,6 +20,7 @@ set(HALTPOOL_SOURCES
   idle/idle_stats.cc
   idle/parker.cc
   idle/predictive_governor.cc
+  idle/profile.cc
   runtime/config.cc
   runtime/cpu_quota.cc
   runtime/environment.cc
@@ -40,15 +43,17 @@ set(HALTPOOL_HEADERS
   arch/cpu_wait.h
   arch/cycle_clock.h
   arch/futex.h
+  arch/generic/cpu_wait.h
   arch/generic/cpuid.h
   arch/hypervisor.h
-  arch/generic/cpu_wait.h
   arch/platform.h
   arch/s390x/cpu_wait.h
   arch/system_files.h
+  arch/timer_slack.h
   arch/wait_mechanism.h
   arch/x86_64/cpu_wait.h
   arch/x86_64/cpuid.h
+  idle/calibration.h
   idle/clock.h
   idle/external_wait.h
   idle/fixed_governor.h
@@ -61,6 +66,7 @@ set(HALTPOOL_HEADERS
   idle/idle_stats.h
   idle/parker.h
   idle/predictive_governor.h
+  idle/profile.h
   idle/protocol_step.h
   runtime/config.h
   runtime/cpu_quota.h
@@ -91,6 +97,7 @@ set(HALTPOOL_TESTS
   tests/arch/cycle_clock_test.cc
   tests/arch/futex_test.cc
   tests/arch/system_files_test.cc
+  tests/arch/timer_slack_test.cc
   tests/arch/wait_mechanism_test.cc
   tests/docs/guide_variables_test.cc
   tests/docs/readme_bad_inputs_test.cc
@@ -98,6 +105,7 @@ set(HALTPOOL_TESTS
   tests/examples/echo_server_test.cc
   tests/faults/futex_faults_test.cc
   tests/faults/worker_faults_test.cc
+  tests/idle/calibration_test.cc
   tests/idle/fixed_governor_test.cc
   tests/idle/haltpoll_governor_test.cc
   tests/idle/idle_loop_test.cc
@@ -105,6 +113,7 @@ set(HALTPOOL_TESTS
   tests/idle/parker_test.cc
   tests/idle/parker_torture_test.cc
   tests/idle/predictive_governor_test.cc
+  tests/idle/profile_test.cc
   tests/io/epoll_reactor_test.cc
   tests/io/io_backend_test.cc
   tests/io/io_reactor_test.cc

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "arch/wait_mechanism.h"
 #include "idle/governor_registry.h"
+#include "idle/profile.h"
 #include "runtime/value_parse.h"
 
 namespace haltpool {
@@ -25,6 +26,7 @@ struct Variable {
   absl::string_view meaning;
   std::function<absl::Status(absl::string_view, Config&)> apply;
   std::function<std::string(const Config&)> format;
+  bool from_profile = false;  // The environment's profile gives the default.
 };
 
 absl::Status SetDuration(absl::string_view text, int64_t max, int64_t& field) {
@@ -44,9 +46,48 @@ absl::Status SetInteger(absl::string_view text, int64_t min, int64_t max,
 
 const std::vector<Variable>& Variables() {
   static const auto* kVariables = new std::vector<Variable>{
+      {"HALTPOOL_HYPERVISOR",
+       "the environment whose profile gives the idle defaults: auto "
+       "(detected), or one of bare-metal, kvm-dedicated, kvm-shared, hyperv, "
+       "vmware, xen, zvm, lpar, kvm-s390, unknown-vm",
+       [](absl::string_view v, Config& c) -> absl::Status {
+         if (v == "auto") {
+           c.hypervisor_override.reset();
+           return absl::OkStatus();
+         }
+         absl::StatusOr<arch::HostEnvironment> e =
+             arch::ParseHostEnvironment(v);
+         if (!e.ok()) {
+           return absl::InvalidArgumentError(
+               absl::StrCat(v.empty() ? "empty" : "unknown environment",
+                            "; accepted: auto|", arch::HostEnvironmentNames()));
+         }
+         c.hypervisor_override = *e;
+         return absl::OkStatus();
+       },
+       [](const Config& c) {
+         return c.hypervisor_override
+                    ? std::string(
+                          arch::HostEnvironmentName(*c.hypervisor_override))
+                    : std::string("auto");
+       }},
+      {"HALTPOOL_CALIBRATE",
+       "1 measures the block state's wake cost when the first pool starts "
+       "(a few milliseconds) and uses it in the state table; 0 keeps the "
+       "profile's",
+       [](absl::string_view v, Config& c) {
+         absl::StatusOr<bool> b = ParseBool(v);
+         if (!b.ok()) return b.status();
+         c.pool.calibrate = *b;
+         return absl::OkStatus();
+       },
+       [](const Config& c) {
+         return std::string(c.pool.calibrate ? "1" : "0");
+       }},
       {"HALTPOOL_GOVERNOR",
-       "the idle governor: haltpoll (adaptive window, the kernel's), poll "
-       "(never blocks), block (never polls), fixed (HALTPOOL_FIXED_POLL_NS)",
+       "the idle governor: haltpoll (adaptive window, the kernel's), "
+       "predictive (the next timer and regular wakes), poll (never blocks), "
+       "block (never polls), fixed (HALTPOOL_FIXED_POLL_NS)",
        [](absl::string_view v, Config& c) {
          if (!idle::IsGovernorName(v)) {
            return absl::InvalidArgumentError(
@@ -56,16 +97,19 @@ const std::vector<Variable>& Variables() {
          c.pool.idle.governor = std::string(v);
          return absl::OkStatus();
        },
-       [](const Config& c) { return c.pool.idle.governor; }},
+       [](const Config& c) { return c.pool.idle.governor; },
+       /*from_profile=*/true},
       {"HALTPOOL_POLL_NS",
-       "haltpoll: the poll window's cap, as guest_halt_poll_ns",
+       "haltpoll and predictive: the poll window's cap, as "
+       "guest_halt_poll_ns",
        [](absl::string_view v, Config& c) {
          return SetDuration(v, idle::kMaxWindowNs,
                             c.pool.idle.haltpoll.poll_ns);
        },
        [](const Config& c) {
          return FormatDurationNs(c.pool.idle.haltpoll.poll_ns);
-       }},
+       },
+       /*from_profile=*/true},
       {"HALTPOOL_POLL_GROW",
        "haltpoll: factor the window grows by, as guest_halt_poll_grow",
        [](absl::string_view v, Config& c) {
@@ -218,6 +262,31 @@ std::string Formatted(const Config& config, absl::string_view name) {
   return "";
 }
 
+constexpr char kHypervisorVariable[] = "HALTPOOL_HYPERVISOR";
+
+// Sets each field the profile covers that `code` left at its PoolOptions{}
+// default. Code that sets the block state's costs keeps them: no
+// calibration replaces them.
+void ApplyProfile(const idle::Profile& profile, const PoolOptions& code,
+                  PoolOptions& out) {
+  const idle::IdleOptions plain;
+  if (code.idle.governor == plain.governor) {
+    out.idle.governor = std::string(profile.governor);
+  }
+  if (code.idle.haltpoll.poll_ns == plain.haltpoll.poll_ns) {
+    out.idle.haltpoll.poll_ns = profile.poll_ns;
+  }
+  const bool code_costs =
+      code.idle.block_exit_latency_ns != plain.block_exit_latency_ns ||
+      code.idle.block_target_residency_ns != plain.block_target_residency_ns;
+  if (code_costs) {
+    out.calibrate = false;
+  } else {
+    out.idle.block_exit_latency_ns = profile.block_exit_latency_ns;
+    out.idle.block_target_residency_ns = profile.block_target_residency_ns;
+  }
+}
+
 // Settings each valid alone that contradict each other, whichever of code
 // and environment set them. Named by variable, with the PoolOptions field.
 absl::Status CheckConsistency(const Config& c) {
@@ -246,6 +315,8 @@ absl::string_view ValueSourceName(ValueSource source) {
   switch (source) {
     case ValueSource::kDefault:
       return "default";
+    case ValueSource::kProfile:
+      return "profile";
     case ValueSource::kCode:
       return "code";
     case ValueSource::kEnvironment:
@@ -258,13 +329,21 @@ std::vector<VariableDoc> DocumentedVariables() {
   const Config defaults;
   std::vector<VariableDoc> docs;
   for (const Variable& v : Variables()) {
-    docs.push_back({v.name, v.format(defaults), v.meaning});
+    docs.push_back({v.name,
+                    v.from_profile ? kProfileDefault : v.format(defaults),
+                    v.meaning});
   }
   return docs;
 }
 
 absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
                                      const Environment& env) {
+  return ResolveConfig(code, env, arch::HostHypervisor());
+}
+
+absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
+                                     const Environment& env,
+                                     const arch::HypervisorInfo& detected) {
   absl::Status s = idle::ValidateIdleOptions(code.idle);
   for (const auto& [field, value] :
        {std::pair<absl::string_view, int>{"workers", code.workers},
@@ -288,13 +367,30 @@ absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
                        "': not a haltpool variable; known: ", KnownNames()));
     }
   }
-  const Config defaults;
+  // The environment first: its profile gives the defaults the other
+  // variables and code override.
   Config config;
+  config.detected = detected;
+  if (std::optional<std::string> value = env.Get(kHypervisorVariable)) {
+    if (absl::Status s = Variables()[0].apply(*value, config); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kHypervisorVariable, "='", *value, "': ", s.message()));
+    }
+  }
+  config.environment = config.hypervisor_override.value_or(detected.kind);
+  const Config defaults;
+  Config profiled = defaults;
+  ApplyProfile(idle::ProfileFor(config.environment), PoolOptions{},
+               profiled.pool);
   config.pool = code;
+  ApplyProfile(idle::ProfileFor(config.environment), code, config.pool);
   for (const Variable& v : Variables()) {
-    ValueSource source = v.format(config) == v.format(defaults)
-                             ? ValueSource::kDefault
-                             : ValueSource::kCode;
+    ValueSource source = ValueSource::kDefault;
+    if (v.format(config) != v.format(profiled)) {
+      source = ValueSource::kCode;
+    } else if (v.format(profiled) != v.format(defaults)) {
+      source = ValueSource::kProfile;
+    }
     if (std::optional<std::string> value = env.Get(v.name)) {
       if (absl::Status s = v.apply(*value, config); !s.ok()) {
         return absl::InvalidArgumentError(

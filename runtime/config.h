@@ -10,18 +10,23 @@
 #ifndef HALTPOOL_RUNTIME_CONFIG_H_
 #define HALTPOOL_RUNTIME_CONFIG_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "arch/hypervisor.h"
 #include "runtime/environment.h"
 #include "runtime/pool_options.h"
 
 namespace haltpool {
 
-enum class ValueSource { kDefault, kCode, kEnvironment };
+// Where a value came from, weakest first: the built-in default, the profile
+// of the environment haltpool runs in (idle/profile.h), code, or a
+// HALTPOOL_* variable.
+enum class ValueSource { kDefault, kProfile, kCode, kEnvironment };
 
-// "default", "code", "environment".
+// "default", "profile", "code", "environment".
 absl::string_view ValueSourceName(ValueSource source);
 
 // One variable as resolved: its final value, spelled as in the environment.
@@ -34,10 +39,20 @@ struct ResolvedVariable {
 struct Config {
   PoolOptions pool;          // The pool's options, idle policy included.
   bool display_env = false;  // HALTPOOL_DISPLAY_ENV.
+  // HALTPOOL_HYPERVISOR; unset ("auto"): detection decides.
+  std::optional<arch::HostEnvironment> hypervisor_override;
+  arch::HypervisorInfo detected;  // What detection found.
+  // The environment whose profile gave the defaults: the override if set,
+  // else detected.kind.
+  arch::HostEnvironment environment = arch::HostEnvironment::kBareMetal;
   std::vector<ResolvedVariable> variables;  // Every variable, in table order.
 };
 
-// A documented variable: for README tables and help.
+// The default of a variable the profile sets, as documented.
+inline constexpr char kProfileDefault[] = "profile";
+
+// A documented variable: for README tables and help. default_value is
+// kProfileDefault for variables whose default the profile gives.
 struct VariableDoc {
   absl::string_view name;
   std::string default_value;
@@ -48,10 +63,20 @@ struct VariableDoc {
 std::vector<VariableDoc> DocumentedVariables();
 
 // Resolves `code` (fields that differ from PoolOptions{} count as set by
-// code) under `env`. Fails with InvalidArgument on the first bad variable
-// ("HALTPOOL_POLL_NS='5x': unknown unit 'x'; accepted: ..."), on a
-// HALTPOOL_* variable that is not in the table, on a bad code value, or on
-// settings that contradict each other (a fixed window above the poll cap).
+// code) under `env`, on a machine where hypervisor detection found
+// `detected`. The profile of the environment (HALTPOOL_HYPERVISOR, else
+// detected.kind) gives the governor, the poll cap and the block state's
+// costs for every such field code leaves at its PoolOptions{} default. Code
+// that sets the block state's costs turns calibration off. Fails with
+// InvalidArgument on the first bad variable ("HALTPOOL_POLL_NS='5x':
+// unknown unit 'x'; accepted: ..."), on a HALTPOOL_* variable that is not in
+// the table, on a bad code value, or on settings that contradict each other
+// (a fixed window above the poll cap).
+absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
+                                     const Environment& env,
+                                     const arch::HypervisorInfo& detected);
+
+// ResolveConfig on this machine: detected = arch::HostHypervisor().
 absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
                                      const Environment& env);
 

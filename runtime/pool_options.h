@@ -28,6 +28,12 @@ struct PoolOptions {
   IoBackend io = IoBackend::kAuto;
   // How each worker idles. HALTPOOL_GOVERNOR and the other idle variables.
   idle::IdleOptions idle;
+  // Measure the block state's wake cost once per process when the first
+  // pool starts (idle/calibration.h, a few milliseconds) and use it for
+  // idle.block_exit_latency_ns and block_target_residency_ns (twice it).
+  // ResolveConfig turns it off when code sets those fields itself.
+  // HALTPOOL_CALIBRATE.
+  bool calibrate = true;
   // Print every worker's statistics to stderr at shutdown. HALTPOOL_STATS.
   bool print_stats = false;
   // Called on the worker with any exception that escapes a task; the worker

@@ -5,6 +5,16 @@
 
 namespace haltpool {
 
+std::string FormatCalibration(const idle::Calibration& c) {
+  if (!c.measured) return c.note.empty() ? "off" : c.note;
+  std::string out = absl::StrFormat(
+      "block wake %.1f us, poll wake %.2f us (%d round trips, %.1f ms)",
+      c.block_wake_ns / 1e3, c.poll_wake_ns / 1e3, c.round_trips,
+      c.took_ns / 1e6);
+  if (!c.note.empty()) absl::StrAppend(&out, "; ", c.note);
+  return out;
+}
+
 std::string FormatPoolStatsText(const PoolStats& stats) {
   std::string out;
   for (const WorkerStats& w : stats.workers) {
@@ -19,14 +29,21 @@ std::string FormatPoolStatsText(const PoolStats& stats) {
                         w.io_note, w.cpu, w.numa_node));
   }
   absl::StrAppend(
-      &out, "Timers cancelled at shutdown: ", stats.timers_cancelled, "\n");
+      &out, "Timers cancelled at shutdown: ", stats.timers_cancelled, "\n",
+      "Calibration: ", FormatCalibration(stats.calibration), "\n");
   return out;
 }
 
 std::string FormatPoolStatsJson(const PoolStats& stats) {
-  std::string out =
-      absl::StrCat("{\"timers_cancelled\":", stats.timers_cancelled,
-                   ",\"max_pollers\":", stats.max_pollers, ",\"workers\":[");
+  const idle::Calibration& c = stats.calibration;
+  std::string out = absl::StrCat(
+      "{\"timers_cancelled\":", stats.timers_cancelled,
+      ",\"max_pollers\":", stats.max_pollers,
+      ",\"calibration\":{\"measured\":", c.measured ? "true" : "false",
+      ",\"block_wake_ns\":", c.block_wake_ns,
+      ",\"poll_wake_ns\":", c.poll_wake_ns,
+      ",\"round_trips\":", c.round_trips, ",\"took_ns\":", c.took_ns,
+      ",\"note\":", idle::JsonString(c.note), "},\"workers\":[");
   for (size_t i = 0; i < stats.workers.size(); ++i) {
     const WorkerStats& w = stats.workers[i];
     absl::StrAppend(

@@ -9,6 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "arch/cycle_clock.h"
+#include "arch/timer_slack.h"
+#include "idle/calibration.h"
 #include "idle/external_wait.h"
 #include "idle/parker.h"
 #include "idle/protocol_step.h"
@@ -108,6 +110,14 @@ absl::Status ThreadPool::Start() {
   if (n == 0) n = quota->usable_cpus;
   max_pollers_ =
       options_.max_pollers ? options_.max_pollers : std::max(1, n / 2);
+  if (options_.calibrate) {
+    // Once per process; a few milliseconds the first time.
+    calibration_ = idle::ProcessCalibration();
+    if (calibration_.measured) {
+      options_.idle.block_exit_latency_ns = calibration_.block_wake_ns;
+      options_.idle.block_target_residency_ns = 2 * calibration_.block_wake_ns;
+    }
+  }
   const Topology topology = LoadTopology(AffinityCpus());
   const std::vector<WorkerPlacement> placements =
       PlanPlacement(topology, n, options_.pin);
@@ -353,6 +363,13 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
 void ThreadPool::WorkerMain(Worker& w) {
   tls_pool = this;
   tls_worker = w.index;
+  // Timed blocks (a timer's deadline, the predictive governor's wake
+  // margin) end on time instead of up to 50 us late.
+  if (absl::Status s = arch::SetThreadTimerSlackNs(kWorkerTimerSlackNs);
+      !s.ok()) {
+    fprintf(stderr, "haltpool: worker %d keeps its timer slack: %s\n",
+            w.index, std::string(s.message()).c_str());
+  }
   if (absl::Status s = ApplyPlacement(w.placement); !s.ok()) {
     fprintf(stderr, "haltpool: worker %d not pinned: %s\n", w.index,
             std::string(s.message()).c_str());
@@ -404,6 +421,7 @@ PoolStats ThreadPool::Stats() const {
   PoolStats stats;
   stats.timers_cancelled = timers_cancelled_.load(std::memory_order_relaxed);
   stats.max_pollers = max_pollers_;
+  stats.calibration = calibration_;
   for (const auto& w : workers_) {
     WorkerStats ws;
     ws.index = w->index;

@@ -34,6 +34,12 @@
 
 namespace haltpool {
 
+// Workers' timer slack: 1 ns, the least the kernel takes, so a worker's
+// timed block ends when asked and not up to the default 50 us later (a
+// timed FUTEX_WAIT on a 2-vCPU KVM guest ends 98 us late on average with
+// the default slack and 49 us with 1 ns; DESIGN.md's machine).
+inline constexpr int64_t kWorkerTimerSlackNs = 1;
+
 class ThreadPool {
  public:
   // Starts the workers with `options`, overridden by any HALTPOOL_*
@@ -120,6 +126,7 @@ class ThreadPool {
   PoolOptions options_;
   int max_pollers_ = 1;
   std::string placement_note_;  // How the worker count and pinning came about.
+  idle::Calibration calibration_;  // Empty if options_.calibrate is off.
   std::vector<std::unique_ptr<Worker>> workers_;
   TaskQueue injection_;
   TimerQueue timers_;

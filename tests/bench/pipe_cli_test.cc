@@ -134,11 +134,15 @@ TEST(PipeCli, BadVariablesStopBeforeAnyWork) {
 
 TEST(PipeCli, DisplayEnvShowsSources) {
   const RunResult r =
-      Exec("HALTPOOL_DISPLAY_ENV=1 HALTPOOL_POLL_NS=100us", "-l 10 -T");
+      Exec("HALTPOOL_DISPLAY_ENV=1 HALTPOOL_POLL_NS=100us "
+           "HALTPOOL_HYPERVISOR=kvm-shared",
+           "-l 10 -T");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(Has(r, "HALTPOOL DISPLAY ENVIRONMENT BEGIN")) << r.output;
   EXPECT_TRUE(Has(r, "HALTPOOL_POLL_NS = '100us'  [environment]")) << r.output;
-  EXPECT_TRUE(Has(r, "HALTPOOL_GOVERNOR = 'haltpoll'  [default]")) << r.output;
+  EXPECT_TRUE(Has(r, "HALTPOOL_GOVERNOR = 'predictive'  [profile]"))
+      << r.output;
+  EXPECT_TRUE(Has(r, "HALTPOOL_WAIT = 'auto'  [default]")) << r.output;
 }
 
 }  // namespace

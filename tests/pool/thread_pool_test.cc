@@ -242,10 +242,12 @@ TEST(PoolStatsFormat, TextAndJsonCarryEveryWorker) {
   pool->Wait(g);
   const PoolStats stats = pool->Stats();
   const std::string json = FormatPoolStatsJson(stats);
-  EXPECT_EQ(
-      json.rfind("{\"timers_cancelled\":0,\"max_pollers\":1,\"workers\":[", 0),
-      0u)
+  EXPECT_EQ(json.rfind("{\"timers_cancelled\":0,\"max_pollers\":1,"
+                       "\"calibration\":{\"measured\":true,",
+                       0),
+            0u)
       << json;
+  EXPECT_NE(json.find("},\"workers\":["), std::string::npos) << json;
   EXPECT_NE(json.find("{\"index\":0,"), std::string::npos) << json;
   EXPECT_NE(json.find("{\"index\":1,"), std::string::npos) << json;
   EXPECT_NE(json.find("\"idle\":{\"label\":\"worker 1\""), std::string::npos)
@@ -257,6 +259,34 @@ TEST(PoolStatsFormat, TextAndJsonCarryEveryWorker) {
   EXPECT_NE(text.find("Tasks: "), std::string::npos) << text;
   EXPECT_NE(text.find("Timers cancelled at shutdown: 0"), std::string::npos)
       << text;
+  EXPECT_NE(text.find("Calibration: block wake "), std::string::npos) << text;
+}
+
+TEST(PoolCalibration, TheMeasuredWakeCostIsTheBlockStatesExitLatency) {
+  PoolOptions o;
+  o.workers = 1;
+  auto pool = *ThreadPool::Create(o, MapEnvironment());
+  const PoolStats stats = pool->Stats();
+  ASSERT_TRUE(stats.calibration.measured) << stats.calibration.note;
+  const idle::IdleState& block =
+      stats.workers[0].idle.states[idle::kBlockState];
+  EXPECT_EQ(block.exit_latency_ns, stats.calibration.block_wake_ns);
+  EXPECT_EQ(block.target_residency_ns, 2 * stats.calibration.block_wake_ns);
+}
+
+TEST(PoolCalibration, OffKeepsTheProfilesCosts) {
+  PoolOptions o;
+  o.workers = 1;
+  auto pool = *ThreadPool::Create(
+      o, MapEnvironment({{"HALTPOOL_CALIBRATE", "0"},
+                         {"HALTPOOL_HYPERVISOR", "xen"}}));
+  const PoolStats stats = pool->Stats();
+  EXPECT_FALSE(stats.calibration.measured);
+  const idle::IdleState& block =
+      stats.workers[0].idle.states[idle::kBlockState];
+  EXPECT_EQ(block.exit_latency_ns, 25000);  // Xen's profile.
+  EXPECT_NE(FormatPoolStatsText(stats).find("Calibration: off"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::EndsWith;
 using ::testing::StartsWith;
 
 std::string g_probe;  // Set by main().
@@ -88,8 +89,18 @@ TEST(ConfigProbe, CleanEnvironmentRuns) {
   const ProbeRun r = RunProbe({});
   ASSERT_TRUE(r.exited) << "signal " << r.status;
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.out, "OK governor=haltpoll\n");
+  // The governor is this machine's profile's.
+  EXPECT_THAT(r.out, AllOf(StartsWith("OK governor="), EndsWith("\n")));
   EXPECT_EQ(r.err, "");
+}
+
+TEST(ConfigProbe, TheHypervisorVariableChoosesTheProfile) {
+  ProbeRun r = RunProbe({"HALTPOOL_HYPERVISOR=kvm-shared"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "OK governor=predictive\n");
+  r = RunProbe({"HALTPOOL_HYPERVISOR=kvm-dedicated"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "OK governor=haltpoll\n");
 }
 
 TEST(ConfigProbe, GoodVariableIsUsed) {
@@ -135,7 +146,8 @@ TEST(ConfigProbe, BadGovernorAndWait) {
 
 TEST(ConfigProbe, DisplayEnvGoesToStderr) {
   const ProbeRun r =
-      RunProbe({"HALTPOOL_DISPLAY_ENV=1", "HALTPOOL_GOVERNOR=poll"});
+      RunProbe({"HALTPOOL_DISPLAY_ENV=1", "HALTPOOL_GOVERNOR=poll",
+                "HALTPOOL_HYPERVISOR=kvm-dedicated"});
   ASSERT_TRUE(r.exited);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "OK governor=poll\n");
@@ -144,6 +156,8 @@ TEST(ConfigProbe, DisplayEnvGoesToStderr) {
                     HasSubstr("  HALTPOOL_GOVERNOR = 'poll'  [environment]\n"),
                     HasSubstr("  HALTPOOL_DISPLAY_ENV = '1'  [environment]\n"),
                     HasSubstr("  HALTPOOL_POLL_NS = '200us'  [default]\n"),
+                    HasSubstr("  HALTPOOL_HYPERVISOR = 'kvm-dedicated'  "
+                              "[environment]\n"),
                     HasSubstr("HALTPOOL DISPLAY ENVIRONMENT END\n")));
 }
 

@@ -16,10 +16,12 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "arch/hypervisor.h"
 #include "arch/wait_mechanism.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "idle/idle_options.h"
+#include "idle/profile.h"
 #include "runtime/environment.h"
 #include "runtime/io/io_backend.h"
 #include "runtime/pool_options.h"
@@ -33,6 +35,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 const std::vector<std::string> kVariableNames = {
+    "HALTPOOL_HYPERVISOR",    "HALTPOOL_CALIBRATE",
     "HALTPOOL_GOVERNOR",      "HALTPOOL_POLL_NS",
     "HALTPOOL_POLL_GROW",     "HALTPOOL_POLL_GROW_START",
     "HALTPOOL_POLL_SHRINK",   "HALTPOOL_POLL_ALLOW_SHRINK",
@@ -42,14 +45,28 @@ const std::vector<std::string> kVariableNames = {
     "HALTPOOL_STATS",         "HALTPOOL_DISPLAY_ENV",
 };
 
+// Detection as on a KVM guest with dedicated CPUs: its profile is the
+// built-in defaults (idle/profile.h), so the tests below see them as
+// "default". ConfigProfile tests the other environments.
+arch::HypervisorInfo KvmDedicated() {
+  arch::HypervisorInfo info;
+  info.kind = arch::HostEnvironment::kKvmDedicated;
+  info.vendor = "KVM";
+  info.dedicated_hint = true;
+  return info;
+}
+
 absl::StatusOr<Config> Resolve(std::map<std::string, std::string> env,
-                               const PoolOptions& code = {}) {
-  return ResolveConfig(code, MapEnvironment(std::move(env)));
+                               const PoolOptions& code = {},
+                               const arch::HypervisorInfo& detected =
+                                   KvmDedicated()) {
+  return ResolveConfig(code, MapEnvironment(std::move(env)), detected);
 }
 
 Config ResolveOk(std::map<std::string, std::string> env,
-                 const PoolOptions& code = {}) {
-  absl::StatusOr<Config> c = Resolve(std::move(env), code);
+                 const PoolOptions& code = {},
+                 const arch::HypervisorInfo& detected = KvmDedicated()) {
+  absl::StatusOr<Config> c = Resolve(std::move(env), code, detected);
   EXPECT_TRUE(c.ok()) << c.status();
   return c.ok() ? *std::move(c) : Config{};
 }
@@ -172,7 +189,9 @@ TEST(ConfigResolve, EnvironmentWinsOverCodeAndDefaults) {
 }
 
 TEST(ConfigResolve, EveryVariableIsApplied) {
-  const Config c = ResolveOk({{"HALTPOOL_GOVERNOR", "block"},
+  const Config c = ResolveOk({{"HALTPOOL_HYPERVISOR", "kvm-dedicated"},
+                              {"HALTPOOL_CALIBRATE", "0"},
+                              {"HALTPOOL_GOVERNOR", "block"},
                               {"HALTPOOL_POLL_NS", "1s"},
                               {"HALTPOOL_POLL_GROW", "4"},
                               {"HALTPOOL_POLL_GROW_START", "10us"},
@@ -194,6 +213,8 @@ TEST(ConfigResolve, EveryVariableIsApplied) {
   EXPECT_EQ(Var(c, "HALTPOOL_PIN").value, "pu");
   EXPECT_EQ(Var(c, "HALTPOOL_IO").value, "epoll");
   EXPECT_EQ(Var(c, "HALTPOOL_STATS").value, "1");
+  EXPECT_EQ(c.hypervisor_override, arch::HostEnvironment::kKvmDedicated);
+  EXPECT_FALSE(c.pool.calibrate);
   EXPECT_EQ(c.pool.idle.governor, "block");
   EXPECT_EQ(c.pool.idle.haltpoll.poll_ns, 1000000000);
   EXPECT_EQ(c.pool.idle.haltpoll.grow, 4);
@@ -457,6 +478,7 @@ TEST(ConfigDisplay, ListsEveryVariableWithItsSource) {
 
 TEST(ConfigDisplay, SourceNames) {
   EXPECT_EQ(ValueSourceName(ValueSource::kDefault), "default");
+  EXPECT_EQ(ValueSourceName(ValueSource::kProfile), "profile");
   EXPECT_EQ(ValueSourceName(ValueSource::kCode), "code");
   EXPECT_EQ(ValueSourceName(ValueSource::kEnvironment), "environment");
 }
@@ -467,9 +489,115 @@ TEST(ConfigDisplay, DocumentedVariablesMatchTheResolvedOnes) {
   ASSERT_EQ(docs.size(), kVariableNames.size());
   for (size_t i = 0; i < docs.size(); ++i) {
     EXPECT_EQ(docs[i].name, kVariableNames[i]);
-    EXPECT_EQ(docs[i].default_value, defaults.variables[i].value)
-        << docs[i].name;
+    if (docs[i].default_value != kProfileDefault) {
+      EXPECT_EQ(docs[i].default_value, defaults.variables[i].value)
+          << docs[i].name;
+    }
     EXPECT_FALSE(docs[i].meaning.empty()) << docs[i].name;
+  }
+}
+
+TEST(ConfigDisplay, TheProfileGivesTheDefaultsOfTheGovernorAndPollCap) {
+  std::vector<std::string> from_profile;
+  for (const VariableDoc& d : DocumentedVariables()) {
+    if (d.default_value == kProfileDefault) {
+      from_profile.push_back(std::string(d.name));
+    }
+  }
+  EXPECT_THAT(from_profile,
+              ElementsAre("HALTPOOL_GOVERNOR", "HALTPOOL_POLL_NS"));
+}
+
+// --- Profiles
+// ---------------------------------------------------------------
+
+arch::HypervisorInfo Detected(arch::HostEnvironment kind) {
+  arch::HypervisorInfo info;
+  info.kind = kind;
+  return info;
+}
+
+TEST(ConfigProfile, EachEnvironmentGetsItsProfile) {
+  for (arch::HostEnvironment e : arch::kAllHostEnvironments) {
+    const Config c = ResolveOk({}, {}, Detected(e));
+    const idle::Profile& p = idle::ProfileFor(e);
+    EXPECT_EQ(c.environment, e);
+    EXPECT_EQ(c.pool.idle.governor, p.governor);
+    EXPECT_EQ(c.pool.idle.haltpoll.poll_ns, p.poll_ns);
+    EXPECT_EQ(c.pool.idle.block_exit_latency_ns, p.block_exit_latency_ns);
+    EXPECT_EQ(c.pool.idle.block_target_residency_ns,
+              p.block_target_residency_ns);
+    EXPECT_TRUE(c.pool.calibrate);
+    EXPECT_TRUE(idle::ValidateIdleOptions(c.pool.idle).ok());
+  }
+}
+
+TEST(ConfigProfile, SharedKvmDefaultsToPredictiveFromTheProfile) {
+  const Config c =
+      ResolveOk({}, {}, Detected(arch::HostEnvironment::kKvmShared));
+  EXPECT_EQ(c.pool.idle.governor, "predictive");
+  EXPECT_EQ(Source(c, "HALTPOOL_GOVERNOR"), "profile");
+  EXPECT_EQ(Source(c, "HALTPOOL_POLL_NS"), "profile");
+  EXPECT_EQ(Source(c, "HALTPOOL_WAIT"), "default");
+}
+
+TEST(ConfigProfile, TheVariableOverridesDetection) {
+  const Config c = ResolveOk({{"HALTPOOL_HYPERVISOR", "bare-metal"}}, {},
+                             Detected(arch::HostEnvironment::kKvmShared));
+  EXPECT_EQ(c.environment, arch::HostEnvironment::kBareMetal);
+  EXPECT_EQ(c.detected.kind, arch::HostEnvironment::kKvmShared);
+  EXPECT_EQ(c.pool.idle.governor, "haltpoll");
+  EXPECT_EQ(c.pool.idle.haltpoll.poll_ns, 50000);
+  EXPECT_EQ(Source(c, "HALTPOOL_HYPERVISOR"), "environment");
+}
+
+TEST(ConfigProfile, AutoMeansDetected) {
+  const Config c = ResolveOk({{"HALTPOOL_HYPERVISOR", "auto"}}, {},
+                             Detected(arch::HostEnvironment::kXen));
+  EXPECT_EQ(c.environment, arch::HostEnvironment::kXen);
+  EXPECT_FALSE(c.hypervisor_override.has_value());
+}
+
+TEST(ConfigProfile, CodeAndEnvironmentWinOverTheProfile) {
+  PoolOptions code;
+  code.idle.governor = "block";
+  const Config c = ResolveOk({{"HALTPOOL_POLL_NS", "7us"}}, code,
+                             Detected(arch::HostEnvironment::kKvmShared));
+  EXPECT_EQ(c.pool.idle.governor, "block");
+  EXPECT_EQ(Source(c, "HALTPOOL_GOVERNOR"), "code");
+  EXPECT_EQ(c.pool.idle.haltpoll.poll_ns, 7000);
+  EXPECT_EQ(Source(c, "HALTPOOL_POLL_NS"), "environment");
+}
+
+TEST(ConfigProfile, CodeThatSetsTheBlockCostsKeepsThemUncalibrated) {
+  PoolOptions code;
+  code.idle.block_exit_latency_ns = 1234;
+  const Config c =
+      ResolveOk({}, code, Detected(arch::HostEnvironment::kKvmShared));
+  EXPECT_EQ(c.pool.idle.block_exit_latency_ns, 1234);
+  EXPECT_FALSE(c.pool.calibrate);
+}
+
+TEST(ConfigProfile, BadHypervisorValuesAreRejected) {
+  for (const char* bad : {"", "KVM", "kvm", " kvm-shared", "kvm_shared",
+                          "bare metal", "auto ", "vmware1"}) {
+    absl::StatusOr<Config> c = Resolve({{"HALTPOOL_HYPERVISOR", bad}});
+    ASSERT_FALSE(c.ok()) << "'" << bad << "'";
+    EXPECT_THAT(std::string(c.status().message()),
+                AllOf(HasSubstr(absl::StrCat("HALTPOOL_HYPERVISOR='", bad,
+                                             "'")),
+                      HasSubstr("accepted: auto|bare-metal|kvm-dedicated|"
+                                "kvm-shared|hyperv|vmware|xen|zvm|lpar|"
+                                "kvm-s390|unknown-vm")));
+  }
+}
+
+TEST(ConfigProfile, BadCalibrateValuesAreRejected) {
+  for (const char* bad : {"", "2", "on", "maybe", "-1"}) {
+    absl::StatusOr<Config> c = Resolve({{"HALTPOOL_CALIBRATE", bad}});
+    ASSERT_FALSE(c.ok()) << "'" << bad << "'";
+    EXPECT_THAT(std::string(c.status().message()),
+                HasSubstr(absl::StrCat("HALTPOOL_CALIBRATE='", bad, "'")));
   }
 }
 

@@ -1,0 +1,49 @@
+// What the two idle states really cost on this machine: a wake of a
+// blocked waiter (FUTEX_WAKE, the scheduler, and under a hypervisor an IPI
+// and a VM exit) and a wake of a polling one (a store seen by the poll
+// loop). Measured once per process by ping-pong between two threads over the
+// same futex and wait-loop paths the parker takes, in a few milliseconds, so
+// the block state's exit latency in the state table is this machine's and
+// not a guess.
+
+#ifndef HALTPOOL_IDLE_CALIBRATION_H_
+#define HALTPOOL_IDLE_CALIBRATION_H_
+
+#include <cstdint>
+#include <string>
+
+namespace haltpool::idle {
+
+struct Calibration {
+  bool measured = false;  // False: no numbers below but `note`.
+  // The median one-way wake of a blocked parker (half a round trip in
+  // which each side blocks), and of a polling one.
+  int64_t block_wake_ns = 0;
+  int64_t poll_wake_ns = 0;  // 0 with a single usable CPU (not measured).
+  int round_trips = 0;       // Per state.
+  int64_t took_ns = 0;       // Wall time of the whole calibration.
+  std::string note;          // Why a part was not measured; else empty.
+};
+
+// Round trips per state: enough for a stable median (the spread of a
+// FUTEX_WAKE round trip on a 2-vCPU KVM guest is about 2x), few enough to
+// stay within milliseconds.
+inline constexpr int kCalibrationBlockRoundTrips = 200;
+inline constexpr int kCalibrationPollRoundTrips = 1000;
+// A round trip that takes longer than this is abandoned (a machine too
+// loaded to measure): 10 ms, a whole scheduler slice and more.
+inline constexpr int64_t kCalibrationStallNs = 10000000;
+
+// Measures now, on two new threads; blocks the caller for the few
+// milliseconds it takes. The poll state is measured only with at least two
+// CPUs in the caller's affinity mask (two pollers on one CPU measure the
+// scheduler's slice). Thread-safe; allocates.
+Calibration Calibrate();
+
+// Calibrate() the first time it is called in the process, the same result
+// after; thread-safe (later callers wait for the first).
+const Calibration& ProcessCalibration();
+
+}  // namespace haltpool::idle
+
+#endif  // HALTPOOL_IDLE_CALIBRATION_H_
