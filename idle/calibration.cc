@@ -1,5 +1,6 @@
 #include "idle/calibration.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -16,10 +17,24 @@
 namespace haltpool::idle {
 namespace {
 
-int AffinityCpuCount() {
+// The first two CPUs of the caller's affinity mask; fewer if it has fewer.
+std::vector<int> TwoCpus() {
+  std::vector<int> cpus;
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return CPU_COUNT(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE && cpus.size() < 2; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+// Pins the calling thread to `cpu`; a refusal leaves it unpinned (the
+// measurement is then of wherever the scheduler puts it).
+void PinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
 // One side of a ping-pong: a word the other side flips and this side
@@ -49,13 +64,17 @@ void Hand(Side& side, bool block) {
   if (block) arch::FutexWake(side.turn, 1, arch::FutexScope::kPrivate);
 }
 
-// Ping-pong between two threads that block (FUTEX_WAIT / FUTEX_WAKE, the
-// block state's path) or poll (the poll state's): the median one-way wake
-// in ns, or 0 if a round trip stalled.
-int64_t PingPong(bool block, int round_trips) {
+// Ping-pong between two new threads, on `cpus[0]` and `cpus[1]` when
+// given, that block (FUTEX_WAIT / FUTEX_WAKE, the block state's path) or
+// poll (the poll state's): the median one-way wake in ns, or 0 if a round
+// trip stalled. On two CPUs a blocked side's wake crosses CPUs, as a worker
+// woken by a submitter elsewhere: under a hypervisor, an IPI to a halted
+// vCPU and a VM exit.
+int64_t PingPong(bool block, int round_trips, const std::vector<int>& cpus) {
   Side ping;
   Side pong;
   std::thread responder([&] {
+    if (cpus.size() == 2) PinTo(cpus[1]);
     for (int i = 0; i < round_trips; ++i) {
       if (!Await(pong, static_cast<uint32_t>(i), block)) return;
       Hand(ping, block);
@@ -63,12 +82,16 @@ int64_t PingPong(bool block, int round_trips) {
   });
   std::vector<int64_t> trips;
   trips.reserve(round_trips);
-  for (int i = 0; i < round_trips; ++i) {
-    const int64_t start = arch::MonotonicNowNs();
-    Hand(pong, block);
-    if (!Await(ping, static_cast<uint32_t>(i), block)) break;
-    trips.push_back(arch::MonotonicNowNs() - start);
-  }
+  std::thread initiator([&] {
+    if (cpus.size() == 2) PinTo(cpus[0]);
+    for (int i = 0; i < round_trips; ++i) {
+      const int64_t start = arch::MonotonicNowNs();
+      Hand(pong, block);
+      if (!Await(ping, static_cast<uint32_t>(i), block)) break;
+      trips.push_back(arch::MonotonicNowNs() - start);
+    }
+  });
+  initiator.join();
   responder.join();  // It gives up by itself after a stall.
   if (trips.size() != static_cast<size_t>(round_trips)) return 0;
   std::nth_element(trips.begin(), trips.begin() + trips.size() / 2,
@@ -83,13 +106,17 @@ Calibration Calibrate() {
   const int64_t start = arch::MonotonicNowNs();
   const std::string stalled = absl::StrCat(
       ": a round trip took over ", kCalibrationStallNs / 1000000, " ms");
-  c.block_wake_ns = PingPong(/*block=*/true, kCalibrationBlockRoundTrips);
+  const std::vector<int> cpus = TwoCpus();
+  c.cross_cpu = cpus.size() == 2;
+  c.block_wake_ns =
+      PingPong(/*block=*/true, kCalibrationBlockRoundTrips, cpus);
   c.round_trips = kCalibrationBlockRoundTrips;
   if (c.block_wake_ns == 0) c.note = absl::StrCat("block", stalled);
-  if (AffinityCpuCount() < 2) {
+  if (!c.cross_cpu) {
     if (c.note.empty()) c.note = "poll: not measured with one CPU";
   } else {
-    c.poll_wake_ns = PingPong(/*block=*/false, kCalibrationPollRoundTrips);
+    c.poll_wake_ns =
+        PingPong(/*block=*/false, kCalibrationPollRoundTrips, cpus);
     if (c.poll_wake_ns == 0 && c.note.empty()) {
       c.note = absl::StrCat("poll", stalled);
     }

@@ -21,6 +21,7 @@ struct Calibration {
   int64_t block_wake_ns = 0;
   int64_t poll_wake_ns = 0;  // 0 with a single usable CPU (not measured).
   int round_trips = 0;       // Per state.
+  bool cross_cpu = false;    // The two sides ran pinned to two CPUs.
   int64_t took_ns = 0;       // Wall time of the whole calibration.
   std::string note;          // Why a part was not measured; else empty.
 };
@@ -34,10 +35,13 @@ inline constexpr int kCalibrationPollRoundTrips = 1000;
 // loaded to measure): 10 ms, a whole scheduler slice and more.
 inline constexpr int64_t kCalibrationStallNs = 10000000;
 
-// Measures now, on two new threads; blocks the caller for the few
-// milliseconds it takes. The poll state is measured only with at least two
-// CPUs in the caller's affinity mask (two pollers on one CPU measure the
-// scheduler's slice). Thread-safe; allocates.
+// Measures now, on two new threads pinned to the first two CPUs of the
+// caller's affinity mask (the caller's own affinity is untouched), so a
+// block state's wake crosses CPUs as a worker's does when a submitter on
+// another CPU wakes it; blocks the caller for the few milliseconds it
+// takes. The poll state is measured only with at least two CPUs (two
+// pollers on one CPU measure the scheduler's slice). Thread-safe;
+// allocates.
 Calibration Calibrate();
 
 // Calibrate() the first time it is called in the process, the same result

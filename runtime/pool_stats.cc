@@ -8,9 +8,9 @@ namespace haltpool {
 std::string FormatCalibration(const idle::Calibration& c) {
   if (!c.measured) return c.note.empty() ? "off" : c.note;
   std::string out = absl::StrFormat(
-      "block wake %.1f us, poll wake %.2f us (%d round trips, %.1f ms)",
+      "block wake %.1f us, poll wake %.2f us (%d round trips%s, %.1f ms)",
       c.block_wake_ns / 1e3, c.poll_wake_ns / 1e3, c.round_trips,
-      c.took_ns / 1e6);
+      c.cross_cpu ? " across two CPUs" : "", c.took_ns / 1e6);
   if (!c.note.empty()) absl::StrAppend(&out, "; ", c.note);
   return out;
 }
@@ -42,7 +42,9 @@ std::string FormatPoolStatsJson(const PoolStats& stats) {
       ",\"calibration\":{\"measured\":", c.measured ? "true" : "false",
       ",\"block_wake_ns\":", c.block_wake_ns,
       ",\"poll_wake_ns\":", c.poll_wake_ns,
-      ",\"round_trips\":", c.round_trips, ",\"took_ns\":", c.took_ns,
+      ",\"round_trips\":", c.round_trips,
+      ",\"cross_cpu\":", c.cross_cpu ? "true" : "false",
+      ",\"took_ns\":", c.took_ns,
       ",\"note\":", idle::JsonString(c.note), "},\"workers\":[");
   for (size_t i = 0; i < stats.workers.size(); ++i) {
     const WorkerStats& w = stats.workers[i];

@@ -29,6 +29,7 @@ TEST(Calibration, PollsOnlyWithTwoCpus) {
   const Calibration c = Calibrate();
   if (CPU_COUNT(&set) >= 2) {
     EXPECT_GT(c.poll_wake_ns, 0) << c.note;
+    EXPECT_TRUE(c.cross_cpu);
   } else {
     EXPECT_EQ(c.poll_wake_ns, 0);
     EXPECT_EQ(c.note, "poll: not measured with one CPU");
@@ -50,6 +51,7 @@ TEST(Calibration, OneCpuSkipsThePollState) {
   const Calibration c = Calibrate();
   ASSERT_EQ(sched_setaffinity(0, sizeof old_set, &old_set), 0);
   EXPECT_TRUE(c.measured) << c.note;
+  EXPECT_FALSE(c.cross_cpu);
   EXPECT_EQ(c.poll_wake_ns, 0);
   EXPECT_EQ(c.note, "poll: not measured with one CPU");
 }
