@@ -3,6 +3,7 @@
 
 # The library: every source of //:haltpool (the pool) and //:parker.
 set(HALTPOOL_SOURCES
+  arch/contention_signals.cc
   arch/cpu_features.cc
   arch/cpu_wait.cc
   arch/cycle_clock.cc
@@ -19,9 +20,11 @@ set(HALTPOOL_SOURCES
   idle/idle_options.cc
   idle/idle_stats.cc
   idle/parker.cc
+  idle/poll_backoff.cc
   idle/predictive_governor.cc
   idle/profile.cc
   runtime/config.cc
+  runtime/contention_monitor.cc
   runtime/cpu_quota.cc
   runtime/environment.cc
   runtime/io/epoll_reactor.cc
@@ -39,6 +42,7 @@ set(HALTPOOL_SOURCES
 # Its headers, installed under include/haltpool/ with their directories.
 set(HALTPOOL_HEADERS
   arch/aarch64/cpu_wait.h
+  arch/contention_signals.h
   arch/cpu_features.h
   arch/cpu_wait.h
   arch/cycle_clock.h
@@ -65,10 +69,12 @@ set(HALTPOOL_HEADERS
   idle/idle_state.h
   idle/idle_stats.h
   idle/parker.h
+  idle/poll_backoff.h
   idle/predictive_governor.h
   idle/profile.h
   idle/protocol_step.h
   runtime/config.h
+  runtime/contention_monitor.h
   runtime/cpu_quota.h
   runtime/environment.h
   runtime/io/epoll_reactor.h
@@ -93,6 +99,7 @@ set(HALTPOOL_HEADERS
 # tests/torture/ (they need the library built a second time with its
 # protocol steps hooked, which only the Bazel build does).
 set(HALTPOOL_TESTS
+  tests/arch/contention_signals_test.cc
   tests/arch/cpu_wait_test.cc
   tests/arch/cycle_clock_test.cc
   tests/arch/futex_test.cc
@@ -112,6 +119,7 @@ set(HALTPOOL_TESTS
   tests/idle/idle_stats_test.cc
   tests/idle/parker_test.cc
   tests/idle/parker_torture_test.cc
+  tests/idle/poll_backoff_test.cc
   tests/idle/predictive_governor_test.cc
   tests/idle/profile_test.cc
   tests/io/epoll_reactor_test.cc

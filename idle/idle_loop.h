@@ -34,15 +34,21 @@ struct IdleDevice {
 // With `allow_poll` false the block state is entered whatever the governor
 // selects (as a cpuidle latency constraint would), and the governor reflects
 // on it. A block the governor limited (Selection::block_until_ns) that runs
-// out is a kTimeout, and the loop asks the governor again. Called only by the waiting thread; allocates nothing.
+// out is a kTimeout, and the loop asks the governor again. `poll_cap_ns`
+// shortens every poll the governor selects (a back-off under contention);
+// the governor reflects on the poll it really got. Called only by the waiting thread; allocates nothing.
 template <typename PollFn, typename BlockFn>
 IdleResult RunIdle(const IdleDevice& dev, int64_t deadline_ns, PollFn&& poll,
-                   BlockFn&& block, bool allow_poll = true) noexcept {
+                   BlockFn&& block, bool allow_poll = true,
+                   int64_t poll_cap_ns = kUnlimitedPollNs) noexcept {
   for (;;) {
     const int64_t start = dev.clock->NowNs();
     if (start >= deadline_ns) return IdleResult::kTimedOut;
     Selection sel = dev.governor->Select({start, deadline_ns});
     if (!allow_poll) sel = {kBlockState, 0};
+    if (sel.state == kPollState) {
+      sel.poll_limit_ns = std::min(sel.poll_limit_ns, poll_cap_ns);
+    }
     bool woken;
     if (sel.state == kPollState) {
       const bool window_first = sel.poll_limit_ns < deadline_ns - start;

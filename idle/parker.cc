@@ -172,7 +172,7 @@ bool Parker::BlockIn(ExternalWait& external, int64_t until_ns) noexcept {
 }
 
 IdleResult Parker::Park(int64_t deadline_ns, bool allow_poll,
-                        ExternalWait* external) noexcept {
+                        ExternalWait* external, int64_t poll_cap_ns) noexcept {
   std::atomic<uint32_t>& state = word_->state_;
   if (state.load(std::memory_order_relaxed) & WakeWord::kNotified) {
     Consume();
@@ -184,12 +184,13 @@ IdleResult Parker::Park(int64_t deadline_ns, bool allow_poll,
       external == nullptr
           ? RunIdle(
                 dev, deadline_ns, [this](int64_t until) { return Poll(until); },
-                [this](int64_t until) { return Block(until); }, allow_poll)
+                [this](int64_t until) { return Block(until); }, allow_poll,
+                poll_cap_ns)
           : RunIdle(
                 dev, deadline_ns,
                 [&](int64_t until) { return PollWith(*external, until); },
                 [&](int64_t until) { return BlockIn(*external, until); },
-                allow_poll);
+                allow_poll, poll_cap_ns);
   if (result == IdleResult::kWoken) return result;
   // Timed out, possibly while polling: put the word back to kEmpty so later
   // wakers do not count a poll that is over. A wake that raced is taken.

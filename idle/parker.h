@@ -119,9 +119,12 @@ class Parker {
   // land after the block it was meant for ended on an event, making the
   // next Block return at once (callers treat kWoken as "look again"); so
   // `external` must outlive every Unpark of this word once it was used.
+  //
+  // `poll_cap_ns` shortens every poll the governor selects (the pool's
+  // back-off under contention); kUnlimitedPollNs leaves them alone.
   IdleResult Park(int64_t deadline_ns = arch::kNoDeadline,
-                  bool allow_poll = true,
-                  ExternalWait* external = nullptr) noexcept;
+                  bool allow_poll = true, ExternalWait* external = nullptr,
+                  int64_t poll_cap_ns = kUnlimitedPollNs) noexcept;
 
   // The statistics so far. Any thread, though counters of a Park in
   // progress may be one period behind.

@@ -84,6 +84,16 @@ const std::vector<Variable>& Variables() {
        [](const Config& c) {
          return std::string(c.pool.calibrate ? "1" : "0");
        }},
+      {"HALTPOOL_BACKOFF",
+       "1 backs off polling while the CPUs are contended (steal time, more "
+       "runnable threads than CPUs, pollers preempted); 0 polls regardless",
+       [](absl::string_view v, Config& c) {
+         absl::StatusOr<bool> b = ParseBool(v);
+         if (!b.ok()) return b.status();
+         c.pool.backoff = *b;
+         return absl::OkStatus();
+       },
+       [](const Config& c) { return std::string(c.pool.backoff ? "1" : "0"); }},
       {"HALTPOOL_GOVERNOR",
        "the idle governor: haltpoll (adaptive window, the kernel's), "
        "predictive (the next timer and regular wakes), poll (never blocks), "

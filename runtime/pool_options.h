@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "idle/idle_options.h"
+#include "idle/poll_backoff.h"
 #include "runtime/io/io_backend.h"
 #include "runtime/topology.h"
 
@@ -34,6 +35,13 @@ struct PoolOptions {
   // ResolveConfig turns it off when code sets those fields itself.
   // HALTPOOL_CALIBRATE.
   bool calibrate = true;
+  // Back off polling while the CPUs are contended (steal time, more
+  // runnable threads than CPUs, pollers preempted; idle/poll_backoff.h).
+  // HALTPOOL_BACKOFF.
+  bool backoff = true;
+  // Contention readings to use instead of the machine's, for tests and for
+  // programs that know better; unset: /proc/stat and getrusage.
+  std::function<idle::ContentionSample()> contention_probe;
   // Print every worker's statistics to stderr at shutdown. HALTPOOL_STATS.
   bool print_stats = false;
   // Called on the worker with any exception that escapes a task; the worker

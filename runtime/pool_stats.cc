@@ -30,7 +30,8 @@ std::string FormatPoolStatsText(const PoolStats& stats) {
   }
   absl::StrAppend(
       &out, "Timers cancelled at shutdown: ", stats.timers_cancelled, "\n",
-      "Calibration: ", FormatCalibration(stats.calibration), "\n");
+      "Calibration: ", FormatCalibration(stats.calibration), "\n",
+      "Back-off: ", FormatBackoff(stats.backoff), "\n");
   return out;
 }
 
@@ -45,7 +46,12 @@ std::string FormatPoolStatsJson(const PoolStats& stats) {
       ",\"round_trips\":", c.round_trips,
       ",\"cross_cpu\":", c.cross_cpu ? "true" : "false",
       ",\"took_ns\":", c.took_ns,
-      ",\"note\":", idle::JsonString(c.note), "},\"workers\":[");
+      ",\"note\":", idle::JsonString(c.note), "},\"backoff\":{\"enabled\":",
+      stats.backoff.enabled ? "true" : "false",
+      ",\"level\":", stats.backoff.level,
+      ",\"samples\":", stats.backoff.samples,
+      ",\"backed_off\":", stats.backoff.backed_off,
+      ",\"recovered\":", stats.backoff.recovered, "},\"workers\":[");
   for (size_t i = 0; i < stats.workers.size(); ++i) {
     const WorkerStats& w = stats.workers[i];
     absl::StrAppend(

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "idle/calibration.h"
+#include "runtime/contention_monitor.h"
 #include "idle/idle_stats.h"
 
 namespace haltpool {
@@ -33,6 +34,7 @@ struct PoolStats {
   // What the block and poll states cost on this machine, as measured when
   // the first pool started; measured is false with calibration off.
   idle::Calibration calibration;
+  BackoffStats backoff;  // The poll back-off under contention.
 };
 
 // "block wake 14.2 us, poll wake 0.31 us (200 round trips, 6.1 ms)", or

@@ -67,6 +67,10 @@ struct ThreadPool::Worker {
   std::string io_note;
   std::atomic<bool> io_made{false};
   uint32_t tasks_since_io = 0;   // Tasks run since I/O was last reaped.
+  // For the contention monitor: involuntary switches at this worker's last
+  // sample, and whether it polled since.
+  int64_t nivcsw_mark = 0;
+  bool polled_since_sample = false;
   bool in_io_callbacks = false;  // Inside ReapCompletions (not reentrant).
 };
 
@@ -118,6 +122,8 @@ absl::Status ThreadPool::Start() {
       options_.idle.block_target_residency_ns = 2 * calibration_.block_wake_ns;
     }
   }
+  contention_ = std::make_unique<ContentionMonitor>(
+      options_.backoff, quota->usable_cpus, options_.contention_probe);
   const Topology topology = LoadTopology(AffinityCpus());
   const std::vector<WorkerPlacement> placements =
       PlanPlacement(topology, n, options_.pin);
@@ -336,9 +342,17 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
                       timer_keeper_.compare_exchange_strong(
                           no_keeper, w.index, std::memory_order_seq_cst);
   if (keeper) deadline = timers_.next_deadline();
+  contention_->MaybeSample(arch::MonotonicNowNs(),
+                           num_pollers_.load(std::memory_order_relaxed),
+                           w.nivcsw_mark, w.polled_since_sample);
+  const int64_t poll_cap =
+      contention_->PollCapNs(options_.idle.haltpoll.poll_ns);
   const bool poll =
+      poll_cap != 0 &&
       num_pollers_.fetch_add(1, std::memory_order_relaxed) < max_pollers_;
-  if (!poll) num_pollers_.fetch_sub(1, std::memory_order_relaxed);
+  if (!poll && poll_cap != 0) {
+    num_pollers_.fetch_sub(1, std::memory_order_relaxed);
+  }
   idle::ExternalWait* external =
       w.io != nullptr && w.io->in_flight() != 0 && !w.in_io_callbacks
           ? w.io_wait.get()
@@ -348,7 +362,8 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
   const bool may_poll =
       poll && (external == nullptr || w.io->completions_pollable());
   HALTPOOL_PROTOCOL_STEP();  // A wake may come before the park begins.
-  w.parker->Park(deadline, may_poll, external);
+  w.parker->Park(deadline, may_poll, external, poll_cap);
+  if (may_poll) w.polled_since_sample = true;
   if (poll) num_pollers_.fetch_sub(1, std::memory_order_relaxed);
   retire();
   if (keeper) {
@@ -422,6 +437,7 @@ PoolStats ThreadPool::Stats() const {
   stats.timers_cancelled = timers_cancelled_.load(std::memory_order_relaxed);
   stats.max_pollers = max_pollers_;
   stats.calibration = calibration_;
+  stats.backoff = contention_->Stats();
   for (const auto& w : workers_) {
     WorkerStats ws;
     ws.index = w->index;

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "runtime/contention_monitor.h"
 #include "runtime/environment.h"
 #include "runtime/pool_io.h"
 #include "runtime/pool_options.h"
@@ -127,6 +128,7 @@ class ThreadPool {
   int max_pollers_ = 1;
   std::string placement_note_;  // How the worker count and pinning came about.
   idle::Calibration calibration_;  // Empty if options_.calibrate is off.
+  std::unique_ptr<ContentionMonitor> contention_;
   std::vector<std::unique_ptr<Worker>> workers_;
   TaskQueue injection_;
   TimerQueue timers_;

@@ -4,6 +4,8 @@
 #include "runtime/thread_pool.h"
 
 #include <atomic>
+#include <chrono>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -287,6 +289,85 @@ TEST(PoolCalibration, OffKeepsTheProfilesCosts) {
   EXPECT_EQ(block.exit_latency_ns, 25000);  // Xen's profile.
   EXPECT_NE(FormatPoolStatsText(stats).find("Calibration: off"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace haltpool
+
+namespace haltpool {
+namespace {
+
+// The pool's back-off on injected contention readings: it backs off while
+// they say contended, stops polling, and recovers when they go quiet.
+TEST(PoolBackoff, ReactsToInjectedContentionAndRecovers) {
+  std::atomic<bool> contended{false};
+  PoolOptions o;
+  o.workers = 2;
+  o.idle.governor = "poll";
+  o.contention_probe = [&contended] {
+    idle::ContentionSample s;
+    s.usable_cpus = 2;
+    s.runnable = contended.load() ? 9 : 1;
+    return s;
+  };
+  auto pool = *ThreadPool::Create(o, MapEnvironment());
+  // Idle periods drive the sampling: submit small tasks until `want`.
+  auto drive_until = [&](auto want) {
+    for (int i = 0; i < 2000 && !want(pool->Stats().backoff); ++i) {
+      TaskGroup g;
+      ASSERT_TRUE(pool->Submit(g, [] {}).ok());
+      pool->Wait(g);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  };
+  drive_until([](const BackoffStats& b) { return b.samples >= 3; });
+  EXPECT_EQ(pool->Stats().backoff.level, 0);
+  contended = true;
+  drive_until([](const BackoffStats& b) {
+    return b.level == idle::PollBackoff::kMaxLevel;
+  });
+  BackoffStats b = pool->Stats().backoff;
+  EXPECT_EQ(b.level, idle::PollBackoff::kMaxLevel);
+  EXPECT_GE(b.backed_off, static_cast<uint64_t>(idle::PollBackoff::kMaxLevel));
+  EXPECT_EQ(b.last.runnable, 9);
+  // No polling now: a wake must be a FUTEX_WAKE or find the worker running.
+  const uint64_t polled_before = pool->Stats().workers[0].idle.wakes.polling +
+                                 pool->Stats().workers[1].idle.wakes.polling;
+  for (int i = 0; i < 20; ++i) {
+    TaskGroup g;
+    ASSERT_TRUE(pool->Submit(g, [] {}).ok());
+    pool->Wait(g);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const PoolStats after = pool->Stats();
+  EXPECT_EQ(after.workers[0].idle.wakes.polling +
+                after.workers[1].idle.wakes.polling,
+            polled_before);
+  contended = false;
+  drive_until([](const BackoffStats& b) { return b.level == 0; });
+  b = pool->Stats().backoff;
+  EXPECT_EQ(b.level, 0);
+  EXPECT_EQ(b.recovered, 1u);
+  EXPECT_NE(FormatPoolStatsText(pool->Stats()).find("Back-off: level 0 of 4"),
+            std::string::npos);
+}
+
+TEST(PoolBackoff, OffNeverSamples) {
+  PoolOptions o;
+  o.workers = 1;
+  auto pool = *ThreadPool::Create(
+      o, MapEnvironment(std::map<std::string, std::string>{
+             {"HALTPOOL_BACKOFF", "0"}}));
+  for (int i = 0; i < 20; ++i) {
+    TaskGroup g;
+    ASSERT_TRUE(pool->Submit(g, [] {}).ok());
+    pool->Wait(g);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const BackoffStats b = pool->Stats().backoff;
+  EXPECT_FALSE(b.enabled);
+  EXPECT_EQ(b.samples, 0u);
+  EXPECT_EQ(FormatBackoff(b), "off");
 }
 
 }  // namespace

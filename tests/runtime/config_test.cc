@@ -36,7 +36,8 @@ using ::testing::HasSubstr;
 
 const std::vector<std::string> kVariableNames = {
     "HALTPOOL_HYPERVISOR",    "HALTPOOL_CALIBRATE",
-    "HALTPOOL_GOVERNOR",      "HALTPOOL_POLL_NS",
+    "HALTPOOL_BACKOFF",       "HALTPOOL_GOVERNOR",
+    "HALTPOOL_POLL_NS",
     "HALTPOOL_POLL_GROW",     "HALTPOOL_POLL_GROW_START",
     "HALTPOOL_POLL_SHRINK",   "HALTPOOL_POLL_ALLOW_SHRINK",
     "HALTPOOL_FIXED_POLL_NS", "HALTPOOL_WAIT",
@@ -191,6 +192,7 @@ TEST(ConfigResolve, EnvironmentWinsOverCodeAndDefaults) {
 TEST(ConfigResolve, EveryVariableIsApplied) {
   const Config c = ResolveOk({{"HALTPOOL_HYPERVISOR", "kvm-dedicated"},
                               {"HALTPOOL_CALIBRATE", "0"},
+                              {"HALTPOOL_BACKOFF", "n"},
                               {"HALTPOOL_GOVERNOR", "block"},
                               {"HALTPOOL_POLL_NS", "1s"},
                               {"HALTPOOL_POLL_GROW", "4"},
@@ -215,6 +217,7 @@ TEST(ConfigResolve, EveryVariableIsApplied) {
   EXPECT_EQ(Var(c, "HALTPOOL_STATS").value, "1");
   EXPECT_EQ(c.hypervisor_override, arch::HostEnvironment::kKvmDedicated);
   EXPECT_FALSE(c.pool.calibrate);
+  EXPECT_FALSE(c.pool.backoff);
   EXPECT_EQ(c.pool.idle.governor, "block");
   EXPECT_EQ(c.pool.idle.haltpoll.poll_ns, 1000000000);
   EXPECT_EQ(c.pool.idle.haltpoll.grow, 4);

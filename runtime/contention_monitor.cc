@@ -1,0 +1,93 @@
+#include "runtime/contention_monitor.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_format.h"
+#include "arch/contention_signals.h"
+#include "arch/system_files.h"
+
+namespace haltpool {
+
+std::string FormatBackoff(const BackoffStats& s) {
+  if (!s.enabled) return "off";
+  return absl::StrFormat(
+      "level %d of %d (poll cap / %d); %u samples, backed off %u times, "
+      "recovered %u times; last: steal %.1f%%, %d runnable on %d CPUs, %d "
+      "preempted",
+      s.level, idle::PollBackoff::kMaxLevel, 1 << s.level, s.samples,
+      s.backed_off, s.recovered, 100 * s.last.steal_fraction, s.last.runnable,
+      s.last.usable_cpus, s.last.preempted);
+}
+
+ContentionMonitor::ContentionMonitor(
+    bool enabled, int64_t usable_cpus,
+    std::function<idle::ContentionSample()> probe)
+    : enabled_(enabled),
+      usable_cpus_(usable_cpus),
+      probe_(std::move(probe)) {}
+
+idle::ContentionSample ContentionMonitor::Read(int pollers,
+                                               int64_t preempted) {
+  if (probe_) return probe_();
+  idle::ContentionSample s;
+  s.usable_cpus = usable_cpus_;
+  s.preempted = preempted;
+  // One read of /proc/stat gives both steal and procs_running. Unreadable
+  // (a sandbox without /proc): no signal from it, polling goes on.
+  absl::StatusOr<std::string> stat =
+      arch::RealSystemFiles().Read(arch::kProcStat);
+  if (!stat.ok()) return s;
+  if (absl::StatusOr<arch::CpuTimes> times = arch::ParseProcStat(*stat);
+      times.ok()) {
+    if (last_times_) s.steal_fraction = arch::StealFraction(*last_times_, *times);
+    last_times_ = *times;
+  }
+  if (absl::StatusOr<int64_t> running = arch::ParseProcsRunning(*stat);
+      running.ok()) {
+    s.runnable = std::max<int64_t>(0, *running - pollers);
+  }
+  return s;
+}
+
+void ContentionMonitor::MaybeSample(int64_t now_ns, int pollers,
+                                    int64_t& nivcsw_mark, bool& polled) {
+  if (!enabled_) return;
+  int64_t due = next_sample_ns_.load(std::memory_order_relaxed);
+  if (now_ns < due) return;
+  if (!next_sample_ns_.compare_exchange_strong(
+          due, now_ns + kSampleIntervalNs, std::memory_order_relaxed)) {
+    return;  // Another worker took this sample.
+  }
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  const int64_t nivcsw = arch::ThreadInvoluntarySwitches();
+  const int64_t preempted = polled ? nivcsw - nivcsw_mark : 0;
+  nivcsw_mark = nivcsw;
+  polled = false;
+  idle::ContentionSample sample = Read(pollers, preempted);
+  sample.now_ns = now_ns;
+  backoff_.Update(sample);
+  level_.store(backoff_.level(), std::memory_order_relaxed);
+}
+
+int64_t ContentionMonitor::PollCapNs(int64_t cap_ns) const noexcept {
+  return idle::PollBackoff::CapAtLevel(level_.load(std::memory_order_relaxed),
+                                       cap_ns);
+}
+
+BackoffStats ContentionMonitor::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  BackoffStats s;
+  s.enabled = enabled_;
+  s.level = backoff_.level();
+  s.samples = backoff_.samples();
+  s.backed_off = backoff_.backed_off();
+  s.recovered = backoff_.recovered();
+  s.last = backoff_.last();
+  return s;
+}
+
+}  // namespace haltpool

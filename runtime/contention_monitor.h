@@ -1,0 +1,78 @@
+// The pool's view of CPU contention: samples steal time, runnable threads
+// and a worker's involuntary switches every kSampleIntervalNs (one worker
+// samples, the others go on), feeds them to idle::PollBackoff, and gives
+// every worker's park the resulting poll cap.
+
+#ifndef HALTPOOL_RUNTIME_CONTENTION_MONITOR_H_
+#define HALTPOOL_RUNTIME_CONTENTION_MONITOR_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "arch/hypervisor.h"
+#include "idle/poll_backoff.h"
+
+namespace haltpool {
+
+// A snapshot for the statistics.
+struct BackoffStats {
+  bool enabled = false;
+  int level = 0;  // 0: polling as the governor says; kMaxLevel: no polling.
+  uint64_t samples = 0;
+  uint64_t backed_off = 0;
+  uint64_t recovered = 0;
+  idle::ContentionSample last;
+};
+
+// "level 2 of 4 (poll cap / 4); 57 samples, backed off 3 times, recovered
+// 1 time; last: steal 0.0%, 3 runnable on 2 CPUs, 0 preempted", or "off".
+std::string FormatBackoff(const BackoffStats& stats);
+
+class ContentionMonitor {
+ public:
+  // 10 ms: steal and procs_running move in USER_HZ ticks of 10 ms, so a
+  // shorter interval reads the same numbers twice; one /proc/stat read and
+  // one getrusage per interval cost microseconds per 10 ms.
+  static constexpr int64_t kSampleIntervalNs = 10000000;
+
+  // Machine readings, or what `probe` returns instead (for tests and for
+  // programs that know better; its now_ns is filled in). Disabled: never
+  // samples and never limits polling.
+  ContentionMonitor(bool enabled, int64_t usable_cpus,
+                    std::function<idle::ContentionSample()> probe);
+
+  // Called by a worker about to idle. If a sample is due and no other
+  // worker is taking it, takes it: `pollers` is how many workers poll now,
+  // `nivcsw_mark` the worker's involuntary switches at its last sample
+  // (updated), `polled` whether it polled since (reset). Otherwise returns
+  // at once: one atomic load. The sample itself reads /proc/stat (a few
+  // microseconds, one allocation). Any thread.
+  void MaybeSample(int64_t now_ns, int pollers, int64_t& nivcsw_mark,
+                   bool& polled);
+
+  // The cap for each poll, given the governor's own cap (kUnlimitedPollNs:
+  // none; 0: do not poll). One atomic load. Any thread.
+  int64_t PollCapNs(int64_t cap_ns) const noexcept;
+
+  BackoffStats Stats() const;
+
+ private:
+  idle::ContentionSample Read(int pollers, int64_t preempted);
+
+  const bool enabled_;
+  const int64_t usable_cpus_;
+  const std::function<idle::ContentionSample()> probe_;
+  std::atomic<int64_t> next_sample_ns_{0};
+  std::atomic<int> level_{0};
+  mutable std::mutex mu_;  // Guards what follows; the sampler holds it.
+  idle::PollBackoff backoff_;
+  std::optional<arch::CpuTimes> last_times_;
+};
+
+}  // namespace haltpool
+
+#endif  // HALTPOOL_RUNTIME_CONTENTION_MONITOR_H_
