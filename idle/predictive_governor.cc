@@ -20,11 +20,10 @@ constexpr Selection Block(int64_t until_ns) {
 
 PredictiveGovernor::PredictiveGovernor(const PredictiveParams& params) noexcept
     : params_(params),
-      lateness_ns_(params.block_exit_latency_ns),
-      lateness_dev_ns_(0) {}
+      margin_ns_(params.block_exit_latency_ns) {}
 
 int64_t PredictiveGovernor::wake_margin_ns() const noexcept {
-  return lateness_ns_ + 2 * lateness_dev_ns_;
+  return margin_ns_;
 }
 
 bool PredictiveGovernor::RegularInterval(int64_t& median_ns,
@@ -155,12 +154,8 @@ void PredictiveGovernor::Reflect(int state, int64_t residency_ns,
   if (limited_block_ran_out_) ran_out_block_until_ns_ = block_until_ns_;
   if (state == kBlockState && block_until_ns_ != kBlockUntilDeadline &&
       exit != IdleExit::kWoken) {
-    // A limited block ran out: learn how late it ended. Late is a missed
-    // wake, so the mean rises fast (by half the error) and falls slowly.
-    const int64_t lateness = std::max<int64_t>(0, end - block_until_ns_);
-    const int64_t error = lateness - lateness_ns_;
-    lateness_ns_ += error > 0 ? error / 2 : error / kDecay;
-    lateness_dev_ns_ += (std::abs(error) - lateness_dev_ns_) / kDecay;
+    // A limited block ran out: learn how late it ended.
+    LearnLateness(std::max<int64_t>(0, end - block_until_ns_));
   }
   if (state == kPollState && exit == IdleExit::kTimeout) poll_ran_out_ = true;
   if (exit == IdleExit::kTimeout) return;
@@ -179,6 +174,19 @@ void PredictiveGovernor::Reflect(int state, int64_t residency_ns,
     seen_at = std::max(period_start_ns_, ran_out_block_until_ns_);
   }
   EndPeriod(seen_at, exit == IdleExit::kDeadline);
+}
+
+void PredictiveGovernor::LearnLateness(int64_t lateness_ns) noexcept {
+  lateness_[lateness_next_] = lateness_ns;
+  lateness_next_ = (lateness_next_ + 1) % kLatenessHistory;
+  lateness_count_ = std::min(lateness_count_ + 1, kLatenessHistory);
+  // The 90th percentile of the recent samples: a block late by more than
+  // that is one in ten, and one outlier (a preempted vCPU) moves nothing.
+  std::array<int64_t, kLatenessHistory> sorted = lateness_;
+  const int rank = (lateness_count_ * 9 + 9) / 10 - 1;
+  std::nth_element(sorted.begin(), sorted.begin() + rank,
+                   sorted.begin() + lateness_count_);
+  margin_ns_ = sorted[rank];
 }
 
 void PredictiveGovernor::EndPeriod(int64_t end_ns, bool by_deadline) noexcept {

@@ -22,8 +22,9 @@
 //  4. An expected wake further away: block until the wake margin before it,
 //     then poll across it. The margin is learned: each limited block that ran
 //     out reports how late it really ended (timer slack plus the hypervisor's
-//     wake path), and the margin is the decaying mean of that lateness plus
-//     twice its decaying mean deviation. The poll after the block lasts until the
+//     wake path), and the margin is the 90th percentile of the last
+//     kLatenessHistory such lateness samples (one late block in ten, and
+//     a lone outlier such as a preempted vCPU moves nothing). The poll after the block lasts until the
 //     deadline for a timer, and for a predicted wake until the prediction
 //     plus a tolerance of twice the kept periods' median absolute deviation
 //     (at least kMinToleranceNs); a poll that runs out is followed by a
@@ -61,6 +62,9 @@ class PredictiveGovernor final : public Governor {
  public:
   // menu.c's INTERVALS: the idle periods the pattern detector looks at.
   static constexpr int kHistory = 8;
+  // Lateness samples the wake margin is learned from: enough for a 90th
+  // percentile that ignores one outlier.
+  static constexpr int kLatenessHistory = 16;
   // menu.c accepts a pattern whose deviation is under 20 us whatever its
   // mean; a wake that regular is worth polling for.
   static constexpr int64_t kRegularJitterNs = 20000;
@@ -70,9 +74,9 @@ class PredictiveGovernor final : public Governor {
   // A poll that returns within this found its wake already there: a poll
   // of a notified word is two clock reads and an atomic, under 100 ns here.
   static constexpr int64_t kFoundAtOnceNs = 300;
-  // Weight of a new sample in the decaying means, as 1/kDecay (teo decays
-  // its bins by 1/2 per period; the margin moves more slowly so one late
-  // wake does not double it).
+  // Weight of a new period in the decaying share of short periods, as
+  // 1/kDecay (teo decays its bins by 1/2 per period; this moves more slowly
+  // so one short period among long ones does not start polling).
   static constexpr int kDecay = 8;
 
   explicit PredictiveGovernor(const PredictiveParams& params) noexcept;
@@ -108,6 +112,7 @@ class PredictiveGovernor final : public Governor {
   Selection Step(int64_t now_ns) noexcept;
   Selection Poll(int64_t window_ns) noexcept;
   void EndPeriod(int64_t end_ns, bool by_deadline) noexcept;
+  void LearnLateness(int64_t lateness_ns) noexcept;
   // Median and median absolute deviation of the history's kept periods;
   // false if it is not regular.
   bool RegularInterval(int64_t& median_ns,
@@ -130,10 +135,12 @@ class PredictiveGovernor final : public Governor {
   std::array<int64_t, kHistory> history_{};
   int history_count_ = 0;
   int history_next_ = 0;
-  // Decaying mean of limited blocks' lateness; it rises by half of a late
-  // sample (a late block misses the wake) and falls by 1/kDecay.
-  int64_t lateness_ns_;
-  int64_t lateness_dev_ns_;   // Decaying mean absolute deviation.
+  // Lateness of the last limited blocks that ran out, and its 90th
+  // percentile: the wake margin (the block's exit latency until then).
+  std::array<int64_t, kLatenessHistory> lateness_{};
+  int lateness_count_ = 0;
+  int lateness_next_ = 0;
+  int64_t margin_ns_;
   int64_t short_share_ = 0;   // Of periods under the target residency.
   int64_t short_mean_ns_ = 0;  // Decaying mean length of those periods.
   int64_t last_poll_ns_ = 0;
