@@ -108,6 +108,7 @@ set(HALTPOOL_TESTS
   tests/arch/wait_mechanism_test.cc
   tests/docs/guide_variables_test.cc
   tests/docs/readme_bad_inputs_test.cc
+  tests/docs/readme_profiles_test.cc
   tests/docs/readme_variables_test.cc
   tests/examples/echo_server_test.cc
   tests/faults/futex_faults_test.cc

@@ -14,6 +14,7 @@ endforeach()
 # The arguments of tests that read a file or run a program.
 set(args_readme_variables_test ${PROJECT_SOURCE_DIR}/README.md)
 set(args_readme_bad_inputs_test ${PROJECT_SOURCE_DIR}/README.md)
+set(args_readme_profiles_test ${PROJECT_SOURCE_DIR}/README.md)
 set(args_guide_variables_test ${PROJECT_SOURCE_DIR}/docs/USING.md)
 set(args_config_probe_test $<TARGET_FILE:config_probe>)
 set(args_echo_server_test $<TARGET_FILE:echo_server>)
