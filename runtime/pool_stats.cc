@@ -15,6 +15,12 @@ std::string FormatCalibration(const idle::Calibration& c) {
   return out;
 }
 
+std::string FormatBackoffCap(int64_t poll_cap_ns) {
+  if (poll_cap_ns == idle::kUnlimitedPollNs) return "none";
+  if (poll_cap_ns <= 0) return "0 (no polling)";
+  return absl::StrCat(poll_cap_ns, " ns");
+}
+
 std::string FormatPoolStatsText(const PoolStats& stats) {
   std::string out;
   for (const WorkerStats& w : stats.workers) {
@@ -31,7 +37,12 @@ std::string FormatPoolStatsText(const PoolStats& stats) {
   absl::StrAppend(
       &out, "Timers cancelled at shutdown: ", stats.timers_cancelled, "\n",
       "Calibration: ", FormatCalibration(stats.calibration), "\n",
-      "Back-off: ", FormatBackoff(stats.backoff), "\n");
+      "Back-off: ", FormatBackoff(stats.backoff));
+  if (stats.backoff.enabled) {
+    absl::StrAppend(&out, "; poll cap now ",
+                    FormatBackoffCap(stats.backoff_poll_cap_ns));
+  }
+  absl::StrAppend(&out, "\n");
   return out;
 }
 
@@ -51,7 +62,11 @@ std::string FormatPoolStatsJson(const PoolStats& stats) {
       ",\"level\":", stats.backoff.level,
       ",\"samples\":", stats.backoff.samples,
       ",\"backed_off\":", stats.backoff.backed_off,
-      ",\"recovered\":", stats.backoff.recovered, "},\"workers\":[");
+      ",\"recovered\":", stats.backoff.recovered, ",\"poll_cap_ns\":",
+      stats.backoff_poll_cap_ns == idle::kUnlimitedPollNs
+          ? std::string("null")
+          : absl::StrCat(stats.backoff_poll_cap_ns),
+      "},\"workers\":[");
   for (size_t i = 0; i < stats.workers.size(); ++i) {
     const WorkerStats& w = stats.workers[i];
     absl::StrAppend(

@@ -1,5 +1,6 @@
 // Statistics of a ThreadPool: per worker, the idle statistics of each state
-// and its task counters; per pool, the timers cancelled at shutdown.
+// and its task counters; per pool, the timers cancelled at shutdown, the
+// calibration and the poll back-off.
 
 #ifndef HALTPOOL_RUNTIME_POOL_STATS_H_
 #define HALTPOOL_RUNTIME_POOL_STATS_H_
@@ -9,8 +10,9 @@
 #include <vector>
 
 #include "idle/calibration.h"
-#include "runtime/contention_monitor.h"
+#include "idle/governor.h"
 #include "idle/idle_stats.h"
+#include "runtime/contention_monitor.h"
 
 namespace haltpool {
 
@@ -35,11 +37,17 @@ struct PoolStats {
   // the first pool started; measured is false with calibration off.
   idle::Calibration calibration;
   BackoffStats backoff;  // The poll back-off under contention.
+  // The cap the back-off puts on each poll now: idle::kUnlimitedPollNs
+  // (none), the governor's cap halved per level, or 0 (no polling).
+  int64_t backoff_poll_cap_ns = idle::kUnlimitedPollNs;
 };
 
 // "block wake 14.2 us, poll wake 0.31 us (200 round trips, 6.1 ms)", or
 // why it was not measured ("off" with calibration turned off).
 std::string FormatCalibration(const idle::Calibration& calibration);
+
+// The back-off's cap on each poll: "none", "50000 ns" or "0 (no polling)".
+std::string FormatBackoffCap(int64_t poll_cap_ns);
 
 // Every worker in the layout of `cpupower idle-info`, each followed by its
 // task counters.

@@ -438,6 +438,8 @@ PoolStats ThreadPool::Stats() const {
   stats.max_pollers = max_pollers_;
   stats.calibration = calibration_;
   stats.backoff = contention_->Stats();
+  stats.backoff_poll_cap_ns =
+      contention_->PollCapNs(options_.idle.haltpoll.poll_ns);
   for (const auto& w : workers_) {
     WorkerStats ws;
     ws.index = w->index;
