@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "arch/hypervisor.h"
 
 namespace haltpool::arch {
 namespace {
@@ -71,12 +72,14 @@ absl::StatusOr<int64_t> ParseProcsRunning(absl::string_view proc_stat) {
 
 double StealFraction(const ProcStatSignals& before,
                      const ProcStatSignals& after) noexcept {
-  const uint64_t t0 = before.total_ticks, t1 = after.total_ticks;
-  if (t1 <= t0 || after.steal_ticks < before.steal_ticks) return 0.0;
-  const double steal =
-      static_cast<double>(after.steal_ticks - before.steal_ticks);
-  const double total = static_cast<double>(t1 - t0);
-  return steal >= total ? 1.0 : steal / total;
+  // As CpuTimes whose Total() is total_ticks: the rule lives in one place.
+  auto times = [](const ProcStatSignals& s) {
+    CpuTimes t;
+    t.steal = s.steal_ticks;
+    t.user = s.total_ticks >= s.steal_ticks ? s.total_ticks - s.steal_ticks : 0;
+    return t;
+  };
+  return arch::StealFraction(times(before), times(after));
 }
 
 absl::StatusOr<ProcStatSignals> ParseProcStatSignals(

@@ -4,20 +4,22 @@
 #include <string>
 #include <utility>
 
-#include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "arch/contention_signals.h"
-#include "arch/system_files.h"
 
 namespace haltpool {
 
 std::string FormatBackoff(const BackoffStats& s) {
   if (!s.enabled) return "off";
+  const std::string cap =
+      s.level >= idle::PollBackoff::kMaxLevel
+          ? "no polling"
+          : absl::StrFormat("poll cap / %d", 1 << s.level);
   return absl::StrFormat(
-      "level %d of %d (poll cap / %d); %u samples, backed off %u times, "
+      "level %d of %d (%s); %u samples, backed off %u times, "
       "recovered %u times; last: steal %.1f%%, %d runnable on %d CPUs, %d "
       "preempted",
-      s.level, idle::PollBackoff::kMaxLevel, 1 << s.level, s.samples,
+      s.level, idle::PollBackoff::kMaxLevel, cap, s.samples,
       s.backed_off, s.recovered, 100 * s.last.steal_fraction, s.last.runnable,
       s.last.usable_cpus, s.last.preempted);
 }
@@ -35,20 +37,15 @@ idle::ContentionSample ContentionMonitor::Read(int pollers,
   idle::ContentionSample s;
   s.usable_cpus = usable_cpus_;
   s.preempted = preempted;
-  // One read of /proc/stat gives both steal and procs_running. Unreadable
-  // (a sandbox without /proc): no signal from it, polling goes on.
-  absl::StatusOr<std::string> stat =
-      arch::RealSystemFiles().Read(arch::kProcStat);
-  if (!stat.ok()) return s;
-  if (absl::StatusOr<arch::CpuTimes> times = arch::ParseProcStat(*stat);
-      times.ok()) {
-    if (last_times_) s.steal_fraction = arch::StealFraction(*last_times_, *times);
-    last_times_ = *times;
-  }
-  if (absl::StatusOr<int64_t> running = arch::ParseProcsRunning(*stat);
-      running.ok()) {
-    s.runnable = std::max<int64_t>(0, *running - pollers);
-  }
+  // One read of /proc/stat gives both steal and procs_running, into a fixed
+  // buffer: the sampler is a worker about to idle, a path that allocates
+  // nothing. Unreadable (a sandbox without /proc): no signal from it,
+  // polling goes on.
+  arch::ProcStatSignals now;
+  if (!arch::ReadProcStatSignalsNoAlloc(now)) return s;
+  if (last_) s.steal_fraction = arch::StealFraction(*last_, now);
+  last_ = now;
+  s.runnable = std::max<int64_t>(0, now.procs_running - pollers);
   return s;
 }
 

@@ -217,6 +217,7 @@ TEST(ThreadPool, StatsCountElidedWakes) {
   PoolOptions o;
   o.workers = 1;
   o.idle.governor = "poll";
+  o.backoff = false;  // A busy machine must not stop the polling counted.
   auto pool = *ThreadPool::Create(o);
   for (int i = 0; i < 100; ++i) {
     TaskGroup g;
@@ -329,6 +330,8 @@ TEST(PoolBackoff, ReactsToInjectedContentionAndRecovers) {
   BackoffStats b = pool->Stats().backoff;
   EXPECT_EQ(b.level, idle::PollBackoff::kMaxLevel);
   EXPECT_GE(b.backed_off, static_cast<uint64_t>(idle::PollBackoff::kMaxLevel));
+  EXPECT_NE(FormatPoolStatsText(pool->Stats()).find("(no polling)"),
+            std::string::npos);
   EXPECT_EQ(b.last.runnable, 9);
   // No polling now: a wake must be a FUTEX_WAKE or find the worker running.
   const uint64_t polled_before = pool->Stats().workers[0].idle.wakes.polling +
