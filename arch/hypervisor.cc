@@ -1,6 +1,5 @@
 #include "arch/hypervisor.h"
 
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -18,9 +17,9 @@ namespace {
 
 using E = HostEnvironment;
 
-constexpr std::array<absl::string_view, kAllHostEnvironments.size()> kNames =
-    {"bare-metal", "kvm-dedicated", "kvm-shared", "hyperv",   "vmware",
-     "xen",        "zvm",           "lpar",       "kvm-s390", "unknown-vm"};
+constexpr std::array<absl::string_view, kAllHostEnvironments.size()> kNames = {
+    "bare-metal", "kvm-dedicated", "kvm-shared", "hyperv",   "vmware",
+    "xen",        "zvm",           "lpar",       "kvm-s390", "unknown-vm"};
 
 bool Bit(uint32_t word, int bit) { return (word >> bit) & 1u; }
 
@@ -62,18 +61,18 @@ CpuidRegs Leaf(const CpuidLeaves& leaves, uint32_t leaf) {
   return it == leaves.end() ? CpuidRegs{} : it->second;
 }
 
-// The signature with its NULs dropped and other unprintables as '?', quoted.
+// The signature with its NULs dropped and other unprintables as '?'.
 std::string Printable(absl::string_view signature) {
-  std::string out = "\"";
+  std::string out;
   for (char c : signature) {
     if (c == '\0') continue;
     out += absl::ascii_isprint(static_cast<unsigned char>(c)) ? c : '?';
   }
-  return out + "\"";
+  return out;
 }
 
 std::string CpuidSource(uint32_t base, absl::string_view signature) {
-  return absl::StrFormat("cpuid 0x%08x %s", base, Printable(signature));
+  return absl::StrFormat("cpuid 0x%08x \"%s\"", base, Printable(signature));
 }
 
 // --- Files ---
@@ -110,8 +109,9 @@ std::optional<HypervisorInfo> FromDeviceTree(const SystemFiles& files) {
     }
   }
   return Found(E::kUnknownVm,
-               names.empty() ? std::string("unnamed")
-                             : std::string(absl::StripAsciiWhitespace(names[0])),
+               names.empty()
+                   ? std::string("unnamed")
+                   : std::string(absl::StripAsciiWhitespace(names[0])),
                kDeviceTreeHypervisor);
 }
 
@@ -125,8 +125,7 @@ std::optional<HypervisorInfo> FromSysHypervisor(const SystemFiles& files) {
 std::optional<HypervisorInfo> FromDmi(const SystemFiles& files) {
   std::optional<std::string> vendor = ReadTrimmed(files, kDmiSysVendor);
   if (!vendor || vendor->empty()) return std::nullopt;
-  const std::string product =
-      ReadTrimmed(files, kDmiProductName).value_or("");
+  const std::string product = ReadTrimmed(files, kDmiProductName).value_or("");
   const std::string both =
       product.empty() ? *vendor : absl::StrCat(*vendor, " ", product);
   const std::string source = kDmiSysVendor;
@@ -139,8 +138,9 @@ std::optional<HypervisorInfo> FromDmi(const SystemFiles& files) {
     return Found(E::kUnknownVm, both, source);
   }
   if (*vendor == "Amazon EC2") {
-    // Nitro is KVM-based; ".metal" instances have no hypervisor.
-    if (absl::EndsWith(product, ".metal")) {
+    // Nitro is KVM-based; bare-metal instances have no hypervisor. Their
+    // sizes are "c7g.metal" and, on newer families, "m8g.metal-24xl".
+    if (absl::StrContains(product, ".metal")) {
       HypervisorInfo info = Found(E::kBareMetal, "", source);
       info.source = absl::StrCat(source, " (", both, ")");
       return info;
@@ -192,9 +192,8 @@ absl::StatusOr<HostEnvironment> ParseHostEnvironment(absl::string_view name) {
   for (HostEnvironment e : kAllHostEnvironments) {
     if (HostEnvironmentName(e) == name) return e;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown environment '", name,
-                   "'; accepted: ", HostEnvironmentNames()));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown environment '", name, "'; accepted: ", HostEnvironmentNames()));
 }
 
 absl::string_view HostEnvironmentNames() {
@@ -208,32 +207,44 @@ std::string DescribeHypervisor(const HypervisorInfo& info) {
   std::string out(HostEnvironmentName(info.kind));
   if (!info.vendor.empty()) absl::StrAppend(&out, ": ", info.vendor);
   absl::StrAppend(&out, " (", info.source, "); dedicated hint ",
-                  yn(info.dedicated_hint), ", steal time ",
-                  yn(info.steal_time), ", poll control ",
-                  yn(info.poll_control));
+                  yn(info.dedicated_hint), ", steal time ", yn(info.steal_time),
+                  ", poll control ", yn(info.poll_control));
   return out;
 }
 
 std::string CpuidSignature(const CpuidRegs& regs) {
-  char bytes[12];
-  std::memcpy(bytes, &regs.ebx, 4);
-  std::memcpy(bytes + 4, &regs.ecx, 4);
-  std::memcpy(bytes + 8, &regs.edx, 4);
-  return std::string(bytes, sizeof bytes);
+  // Byte by byte rather than memcpy: CPUID's byte order is little-endian,
+  // and recorded leaves are parsed on big-endian s390x too.
+  std::string bytes;
+  for (uint32_t word : {regs.ebx, regs.ecx, regs.edx}) {
+    for (int shift = 0; shift < 32; shift += 8) {
+      bytes += static_cast<char>((word >> shift) & 0xff);
+    }
+  }
+  return bytes;
 }
 
 std::vector<std::string> KvmFeatureNames(uint32_t features) {
   // KVM_FEATURE_* in arch/x86/include/uapi/asm/kvm_para.h, by bit.
   static constexpr std::pair<int, const char*> kFeatures[] = {
-      {0, "clocksource"},       {1, "nop_io_delay"},
-      {2, "mmu_op"},            {3, "clocksource2"},
-      {4, "async_pf"},          {5, "steal_time"},
-      {6, "pv_eoi"},            {7, "pv_unhalt"},
-      {9, "pv_tlb_flush"},      {10, "async_pf_vmexit"},
-      {11, "pv_send_ipi"},      {12, "poll_control"},
-      {13, "pv_sched_yield"},   {14, "async_pf_int"},
-      {15, "msi_ext_dest_id"},  {16, "hc_map_gpa_range"},
-      {17, "migration_control"}, {24, "clocksource_stable_bit"},
+      {0, "clocksource"},
+      {1, "nop_io_delay"},
+      {2, "mmu_op"},
+      {3, "clocksource2"},
+      {4, "async_pf"},
+      {5, "steal_time"},
+      {6, "pv_eoi"},
+      {7, "pv_unhalt"},
+      {9, "pv_tlb_flush"},
+      {10, "async_pf_vmexit"},
+      {11, "pv_send_ipi"},
+      {12, "poll_control"},
+      {13, "pv_sched_yield"},
+      {14, "async_pf_int"},
+      {15, "msi_ext_dest_id"},
+      {16, "hc_map_gpa_range"},
+      {17, "migration_control"},
+      {24, "clocksource_stable_bit"},
   };
   std::vector<std::string> names;
   for (int bit = 0; bit < 32; ++bit) {
@@ -293,10 +304,10 @@ HypervisorInfo HypervisorFromCpuid(const CpuidLeaves& leaves) {
     info.poll_control = Bit(features.eax, kKvmFeaturePollControl);
     info.dedicated_hint = Bit(features.edx, kKvmHintsRealtime);
     if (info.dedicated_hint) info.kind = E::kKvmDedicated;
-    absl::StrAppend(&info.source,
-                    absl::StrFormat(", 0x%08x edx[0] KVM_HINTS_REALTIME %s",
-                                    base + 1,
-                                    info.dedicated_hint ? "set" : "clear"));
+    absl::StrAppend(
+        &info.source,
+        absl::StrFormat(", 0x%08x edx[0] KVM_HINTS_REALTIME %s", base + 1,
+                        info.dedicated_hint ? "set" : "clear"));
   }
   return info;
 }
@@ -318,7 +329,10 @@ CpuidLeaves ReadHostCpuid() {
       leaves.erase(base);  // Keep the record to what matters.
       continue;
     }
-    read(base + 1);
+    // Only a known hypervisor's next leaf means anything (KVM's features).
+    // Intel CPUs, and KVM on them, answer every unused leaf with the highest
+    // basic leaf, so most bases "have a signature" there.
+    if (FindSignature(CpuidSignature(r)) != nullptr) read(base + 1);
   }
   return leaves;
 }
@@ -410,7 +424,7 @@ absl::StatusOr<CpuTimes> ParseProcStat(absl::string_view content) {
   }
   std::vector<absl::string_view> words =
       absl::StrSplit(line, ' ', absl::SkipEmpty());
-  words.erase(words.begin());  // "cpu"
+  words.erase(words.begin());    // "cpu"
   constexpr size_t kNeeded = 8;  // user ... steal
   if (words.size() < kNeeded) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -420,9 +434,9 @@ absl::StatusOr<CpuTimes> ParseProcStat(absl::string_view content) {
         line, "'"));
   }
   CpuTimes t;
-  uint64_t* fields[] = {&t.user,    &t.nice,  &t.system, &t.idle,
-                        &t.iowait,  &t.irq,   &t.softirq, &t.steal,
-                        &t.guest,   &t.guest_nice};
+  uint64_t* fields[] = {&t.user,   &t.nice,      &t.system,  &t.idle,
+                        &t.iowait, &t.irq,       &t.softirq, &t.steal,
+                        &t.guest,  &t.guest_nice};
   for (size_t i = 0; i < std::size(fields) && i < words.size(); ++i) {
     if (!absl::SimpleAtoi(words[i], fields[i])) {
       return absl::InvalidArgumentError(
@@ -450,10 +464,10 @@ double StealFraction(const CpuTimes& before, const CpuTimes& after) {
 KernelCpuidle ReadKernelCpuidle(const SystemFiles& files) {
   constexpr char kDir[] = "/sys/devices/system/cpu/cpuidle/";
   KernelCpuidle k;
-  k.driver = ReadTrimmed(files, absl::StrCat(kDir, "current_driver"))
-                 .value_or("");
-  k.governor = ReadTrimmed(files, absl::StrCat(kDir, "current_governor"))
-                   .value_or("");
+  k.driver =
+      ReadTrimmed(files, absl::StrCat(kDir, "current_driver")).value_or("");
+  k.governor =
+      ReadTrimmed(files, absl::StrCat(kDir, "current_governor")).value_or("");
   if (k.governor.empty()) {
     k.governor = ReadTrimmed(files, absl::StrCat(kDir, "current_governor_ro"))
                      .value_or("");

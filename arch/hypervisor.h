@@ -142,8 +142,8 @@ HypervisorInfo HypervisorFromCpuid(const CpuidLeaves& leaves);
 
 // The leaves HypervisorFromCpuid reads, from this CPU: leaf 1 and, with the
 // hypervisor bit set, every vendor leaf with a signature and the leaf after
-// it. Empty where the architecture has no CPUID. About 260 CPUID
-// instructions under a hypervisor (each a VM exit): call once.
+// each known signature. Empty where the architecture has no CPUID. About 260
+// CPUID instructions under a hypervisor (each a VM exit): call once.
 CpuidLeaves ReadHostCpuid();
 
 // --- arm64 and other architectures without CPUID: firmware files ----------
@@ -158,12 +158,12 @@ inline constexpr char kDmiProductName[] = "/sys/class/dmi/id/product_name";
 // device tree's hypervisor node ("xen,xen" -> Xen, "linux,kvm" -> KVM),
 // /sys/hypervisor/type ("xen"), then DMI: "QEMU" with a "KVM ..." product is
 // KVM (without KVM, QEMU emulates: kUnknownVm), "Amazon EC2" is KVM (Nitro)
-// unless the product is a ".metal" instance, "Microsoft Corporation" with
-// "Virtual Machine" is Hyper-V, "VMware, Inc." VMware, "Xen" Xen, "Google"
-// KVM, "innotek GmbH" (VirtualBox) and "Parallels" kUnknownVm. Anything else,
-// or no such file at all, is bare metal. KVM found this way is kKvmShared:
-// arm64 has no dedicated-CPU hint. Never fails; unreadable files count as
-// missing.
+// unless the product is a bare-metal size ("c7g.metal", "m8g.metal-24xl"),
+// "Microsoft Corporation" with "Virtual Machine" is Hyper-V, "VMware, Inc."
+// VMware, "Xen" Xen, "Google" KVM, "innotek GmbH" (VirtualBox) and "Parallels"
+// kUnknownVm. Anything else, or no such file at all, is bare metal. KVM found
+// this way is kKvmShared: arm64 has no dedicated-CPU hint. Never fails;
+// unreadable files count as missing.
 HypervisorInfo HypervisorFromFirmware(const SystemFiles& files);
 
 // --- s390x: /proc/sysinfo --------------------------------------------------
