@@ -103,6 +103,7 @@ set(HALTPOOL_TESTS
   tests/arch/cpu_wait_test.cc
   tests/arch/cycle_clock_test.cc
   tests/arch/futex_test.cc
+  tests/arch/hypervisor_test.cc
   tests/arch/system_files_test.cc
   tests/arch/timer_slack_test.cc
   tests/arch/wait_mechanism_test.cc
