@@ -286,9 +286,17 @@ void ApplyProfile(const idle::Profile& profile, const PoolOptions& code,
   if (code.idle.haltpoll.poll_ns == plain.haltpoll.poll_ns) {
     out.idle.haltpoll.poll_ns = profile.poll_ns;
   }
+  // Costs equal to the profile's are not the code's own: a program passes a
+  // resolved configuration back in as code options.
+  auto differs = [&](int64_t value, int64_t plain_value, int64_t profiled) {
+    return value != plain_value && value != profiled;
+  };
   const bool code_costs =
-      code.idle.block_exit_latency_ns != plain.block_exit_latency_ns ||
-      code.idle.block_target_residency_ns != plain.block_target_residency_ns;
+      differs(code.idle.block_exit_latency_ns, plain.block_exit_latency_ns,
+              profile.block_exit_latency_ns) ||
+      differs(code.idle.block_target_residency_ns,
+              plain.block_target_residency_ns,
+              profile.block_target_residency_ns);
   if (code_costs) {
     out.calibrate = false;
   } else {

@@ -581,6 +581,16 @@ TEST(ConfigProfile, CodeThatSetsTheBlockCostsKeepsThemUncalibrated) {
   EXPECT_FALSE(c.pool.calibrate);
 }
 
+TEST(ConfigProfile, AResolvedConfigPassedBackAsCodeStillCalibrates) {
+  const Config first =
+      ResolveOk({}, {}, Detected(arch::HostEnvironment::kKvmShared));
+  const Config again =
+      ResolveOk({}, first.pool, Detected(arch::HostEnvironment::kKvmShared));
+  EXPECT_TRUE(again.pool.calibrate);
+  EXPECT_EQ(again.pool.idle.block_exit_latency_ns,
+            first.pool.idle.block_exit_latency_ns);
+}
+
 TEST(ConfigProfile, BadHypervisorValuesAreRejected) {
   for (const char* bad : {"", "KVM", "kvm", " kvm-shared", "kvm_shared",
                           "bare metal", "auto ", "vmware1"}) {
