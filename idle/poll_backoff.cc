@@ -6,7 +6,7 @@ namespace haltpool::idle {
 
 bool PollBackoff::Contended(const ContentionSample& s) noexcept {
   return s.steal_fraction > kStealThreshold || s.runnable > s.usable_cpus ||
-         s.preempted > 0;
+         s.preempted >= kPreemptedThreshold;
 }
 
 void PollBackoff::Update(const ContentionSample& sample) noexcept {

@@ -11,9 +11,11 @@
 //  - More runnable threads than usable CPUs, pollers not counted (they
 //    would stop for the work): a runnable thread is waiting for a CPU, and
 //    a poller may be holding the one it needs.
-//  - The sampling worker was switched out involuntarily since its last
-//    sample while it had polled: the scheduler took the CPU from a poller
-//    to give it to someone else.
+//  - The sampling worker was switched out involuntarily kPreemptedThreshold
+//    times or more since its last sample while it had polled: the
+//    scheduler kept taking the CPU from a poller to give it to someone
+//    else. One or two in 10 ms are the kernel's own housekeeping (kworkers,
+//    softirq threads) and say nothing about the load.
 //
 // Each contended sample halves the poll cap once more (level 1: cap/2, 2:
 // cap/4, 3: cap/8) and the fourth stops polling (kMaxLevel). Recovery is
@@ -40,6 +42,7 @@ struct ContentionSample {
 class PollBackoff {
  public:
   static constexpr double kStealThreshold = 0.10;
+  static constexpr int64_t kPreemptedThreshold = 3;
   static constexpr int kMaxLevel = 4;
   // 100 ms: ten samples at the pool's 10 ms interval, longer than a CFS
   // scheduling period (24 ms with 8 runnable threads), so one quiet sample

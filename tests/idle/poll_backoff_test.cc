@@ -39,7 +39,7 @@ TEST(PollBackoff, EachSignalAloneIsContention) {
   ContentionSample runnable = Quiet(0);
   runnable.runnable = 3;
   ContentionSample preempted = Quiet(0);
-  preempted.preempted = 1;
+  preempted.preempted = PollBackoff::kPreemptedThreshold;
   for (const ContentionSample& s : {steal, runnable, preempted}) {
     EXPECT_TRUE(PollBackoff::Contended(s));
     PollBackoff b;
@@ -53,6 +53,7 @@ TEST(PollBackoff, TheThresholdsAreStrict) {
   ContentionSample s = Quiet(0);
   s.steal_fraction = PollBackoff::kStealThreshold;
   s.runnable = s.usable_cpus;
+  s.preempted = PollBackoff::kPreemptedThreshold - 1;
   EXPECT_FALSE(PollBackoff::Contended(s));
 }
 
@@ -103,7 +104,7 @@ TEST(PollBackoff, RecoversOneLevelPerHoldTime) {
 TEST(PollBackoff, OneQuietSampleBetweenBusyOnesDoesNotFlap) {
   PollBackoff b;
   ContentionSample busy = Quiet(0);
-  busy.preempted = 2;
+  busy.preempted = 5;
   int64_t now = 0;
   for (int i = 0; i < 40; ++i, now += kInterval) {
     if (i % 2 == 0) {
