@@ -73,8 +73,10 @@ void Hand(Side& side, bool block) {
 int64_t PingPong(bool block, int round_trips, const std::vector<int>& cpus) {
   Side ping;
   Side pong;
+  std::atomic<bool> ready{false};  // The responder is at its first wait.
   std::thread responder([&] {
     if (cpus.size() == 2) PinTo(cpus[1]);
+    ready.store(true, std::memory_order_release);
     for (int i = 0; i < round_trips; ++i) {
       if (!Await(pong, static_cast<uint32_t>(i), block)) return;
       Hand(ping, block);
@@ -84,6 +86,8 @@ int64_t PingPong(bool block, int round_trips, const std::vector<int>& cpus) {
   trips.reserve(round_trips);
   std::thread initiator([&] {
     if (cpus.size() == 2) PinTo(cpus[0]);
+    // Thread start-up is not a wake: time only round trips.
+    while (!ready.load(std::memory_order_acquire)) std::this_thread::yield();
     for (int i = 0; i < round_trips; ++i) {
       const int64_t start = arch::MonotonicNowNs();
       Hand(pong, block);

@@ -32,8 +32,9 @@ struct Calibration {
 inline constexpr int kCalibrationBlockRoundTrips = 200;
 inline constexpr int kCalibrationPollRoundTrips = 1000;
 // A round trip that takes longer than this is abandoned (a machine too
-// loaded to measure): 10 ms, a whole scheduler slice and more.
-inline constexpr int64_t kCalibrationStallNs = 10000000;
+// loaded to measure): 100 ms, many scheduler slices; the median ignores
+// the odd slow trip below it.
+inline constexpr int64_t kCalibrationStallNs = 100000000;
 
 // Measures now, on two new threads pinned to the first two CPUs of the
 // caller's affinity mask (the caller's own affinity is untouched), so a
