@@ -27,9 +27,9 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(BenchFlags flags, int argc,
       flags.governors.clear();
       for (absl::string_view g : absl::StrSplit(kv.second, ',')) {
         if (!idle::IsGovernorName(g)) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("--governors: '", g, "' is not a governor; accepted: ",
-                           idle::GovernorNames()));
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--governors: '", g,
+              "' is not a governor; accepted: ", idle::GovernorNames()));
         }
         flags.governors.emplace_back(g);
       }
@@ -38,16 +38,17 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(BenchFlags flags, int argc,
     auto it = flags.ints.find(kv.first);
     if (it == flags.ints.end()) {
       std::string known = "--governors";
-      for (const auto& [name, f] : flags.ints) absl::StrAppend(&known, ", --", name);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown flag --", kv.first, "; accepted: ", known));
+      for (const auto& [name, f] : flags.ints)
+        absl::StrAppend(&known, ", --", name);
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag --", kv.first, "; accepted: ", known));
     }
     IntFlag& f = it->second;
     int64_t v = 0;
     if (!absl::SimpleAtoi(kv.second, &v) || v < f.min || v > f.max) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", kv.first, "='", kv.second,
-                       "': accepted: a whole number from ", f.min, " to ", f.max));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", kv.first, "='", kv.second, "': accepted: a whole number from ",
+          f.min, " to ", f.max));
     }
     f.value = v;
   }

@@ -5,8 +5,9 @@
 // task, as cyclictest's thread rearms its timer), and notes its lateness:
 // when it started running minus when it was due. For each governor, in one
 // run: lateness min / avg / max, p99, and the process's CPU over the run
-// as a share of one CPU; --histogram prints cyclictest -h's buckets (1 us
-// each, the last counting everything beyond).
+// as a share of one CPU (nearly all of it is the workers idling: the task
+// itself takes a few microseconds a cycle); --histogram=N prints cyclictest
+// -h N's buckets (1 us each up to N, then an overflow count).
 //
 // Usage: cyclic [--interval_us=1000] [--loops=5000] [--workers=1]
 //   [--histogram=0] [--governors=a,b]
@@ -14,7 +15,6 @@
 #include <stdio.h>
 #include <sys/resource.h>
 
-#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "absl/time/time.h"
 #include "arch/cycle_clock.h"
 #include "bench/bench_flags.h"
+#include "bench/latency_histogram.h"
 #include "runtime/config.h"
 #include "runtime/environment.h"
 #include "runtime/thread_pool.h"
@@ -34,7 +34,9 @@
 namespace haltpool::bench {
 namespace {
 
-// Cycles run before measuring: windows and margins learned, caches warm.
+// Cycles run before measuring, so windows and margins are learned and
+// caches warm (cyclictest has none; 200 cycles is 0.2 s at its default
+// 1 ms interval).
 constexpr int kWarmupLoops = 200;
 
 double ProcessCpuSeconds() {
@@ -45,58 +47,77 @@ double ProcessCpuSeconds() {
 }
 
 struct Result {
-  std::vector<int64_t> lateness_ns;  // Sorted.
-  double cpu_share;                  // Process CPU / wall time.
-  bool complete;
+  std::vector<int64_t> lateness_ns;  // In cycle order.
+  double cpu_share = 0;              // Process CPU / wall time.
+  bool complete = false;
 };
 
-// Runs `loops` cycles of `interval_ns` on `pool`.
-Result Cycle(ThreadPool& pool, int64_t interval_ns, int loops) {
-  std::vector<int64_t> late;
-  late.reserve(loops);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  const int total = kWarmupLoops + loops;
-  int64_t start = arch::MonotonicNowNs() + interval_ns;
-  double cpu0 = 0;
-  int64_t wall0 = 0;
-  std::function<void(int)> arm = [&](int k) {
-    const int64_t due = start + k * interval_ns;
-    absl::Status s = pool.SubmitAt(due, [&, k, due] {
-      const int64_t now = arch::MonotonicNowNs();
-      if (k == kWarmupLoops) {
-        cpu0 = ProcessCpuSeconds();
-        wall0 = now;
-      }
-      if (k >= kWarmupLoops) late.push_back(now - due);
-      if (k + 1 < total) {
-        arm(k + 1);
-      } else {
-        std::lock_guard<std::mutex> lock(mu);
-        done = true;
-        cv.notify_one();
-      }
-    });
-    if (!s.ok()) {
-      std::lock_guard<std::mutex> lock(mu);
-      done = true;
-      cv.notify_one();
-    }
-  };
-  arm(0);
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return done; });
+// kWarmupLoops + `loops` cycles of `interval_ns` on `pool`: cycle k is a
+// timer due at start + k * interval_ns, armed by cycle k - 1's task.
+class Cycler {
+ public:
+  Cycler(ThreadPool& pool, int64_t interval_ns, int loops)
+      : pool_(pool),
+        interval_ns_(interval_ns),
+        loops_(loops),
+        start_ns_(arch::MonotonicNowNs() + interval_ns) {
+    result_.lateness_ns.reserve(loops);
   }
-  const double wall = (arch::MonotonicNowNs() - wall0) / 1e9;
-  Result r;
-  r.cpu_share = wall > 0 ? (ProcessCpuSeconds() - cpu0) / wall : 0;
-  r.complete = late.size() == static_cast<size_t>(loops);
-  std::sort(late.begin(), late.end());
-  r.lateness_ns = std::move(late);
-  return r;
-}
+
+  // Runs every cycle; returns when the last has run or one failed to arm.
+  // Not on one of the pool's workers.
+  Result Go() {
+    Arm(0);
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+    const double wall = (arch::MonotonicNowNs() - wall0_ns_) / 1e9;
+    result_.cpu_share = wall > 0 ? (ProcessCpuSeconds() - cpu0_) / wall : 0;
+    result_.complete =
+        result_.lateness_ns.size() == static_cast<size_t>(loops_);
+    return std::move(result_);
+  }
+
+ private:
+  void Arm(int k) {
+    absl::Status s = pool_.SubmitAt(Due(k), [this, k] { Cycle(k); });
+    if (!s.ok()) Finish();
+  }
+
+  int64_t Due(int k) const { return start_ns_ + k * interval_ns_; }
+
+  void Cycle(int k) {
+    const int64_t now = arch::MonotonicNowNs();
+    if (k == kWarmupLoops) {
+      cpu0_ = ProcessCpuSeconds();
+      wall0_ns_ = now;
+    }
+    if (k >= kWarmupLoops) result_.lateness_ns.push_back(now - Due(k));
+    if (k + 1 < kWarmupLoops + loops_) {
+      Arm(k + 1);
+    } else {
+      Finish();
+    }
+  }
+
+  void Finish() {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    cv_.notify_one();
+  }
+
+  ThreadPool& pool_;
+  const int64_t interval_ns_;
+  const int loops_;
+  const int64_t start_ns_;
+  // Written by the cycles' tasks, one after another; read by Go() after
+  // done_ under mu_.
+  Result result_;
+  double cpu0_ = 0;
+  int64_t wall0_ns_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
 
 int Main(int argc, char** argv) {
   BenchFlags defaults;
@@ -104,7 +125,8 @@ int Main(int argc, char** argv) {
       {"interval_us", {1000, 50, 1000000, "period (cyclictest -i)"}},
       {"loops", {5000, 10, 10000000, "cycles measured (cyclictest -l)"}},
       {"workers", {1, 1, 4096, "pool workers (cyclictest -t1: one thread)"}},
-      {"histogram", {0, 0, 100000, "also print N 1-us buckets (cyclictest -h)"}},
+      {"histogram",
+       {0, 0, 100000, "also print N 1-us buckets (cyclictest -h N); 0: none"}},
   };
   absl::StatusOr<BenchFlags> flags =
       ParseBenchFlags(defaults, argc - 1, argv + 1);
@@ -120,18 +142,19 @@ int Main(int argc, char** argv) {
   }
   const int64_t interval_ns = flags->ints.at("interval_us").value * 1000;
   const int loops = static_cast<int>(flags->ints.at("loops").value);
-  const int buckets = static_cast<int>(flags->ints.at("histogram").value);
+  const int cap_us = static_cast<int>(flags->ints.at("histogram").value);
   const Config config = ConfigFromEnvironmentOrExit();
 
   std::vector<std::string> names = {"default"};
   for (const std::string& g : flags->governors) names.push_back(g);
-  printf("# cyclic: %lld us interval, %d loops, %lld workers\n\n",
-         static_cast<long long>(interval_ns / 1000), loops,
-         static_cast<long long>(flags->ints.at("workers").value));
+  printf(
+      "# cyclic: %lld us interval, %d loops after %d warm-up, %lld workers\n\n",
+      static_cast<long long>(interval_ns / 1000), loops, kWarmupLoops,
+      static_cast<long long>(flags->ints.at("workers").value));
   printf("| governor | min us | avg us | p99 us | max us | CPU %% |\n");
   printf("| --- | ---: | ---: | ---: | ---: | ---: |\n");
   int status = 0;
-  std::vector<std::pair<std::string, std::vector<int64_t>>> histograms;
+  std::vector<std::pair<std::string, LatencyHistogram>> histograms;
   for (const std::string& name : names) {
     PoolOptions o = config.pool;
     o.workers = static_cast<int>(flags->ints.at("workers").value);
@@ -143,41 +166,30 @@ int Main(int argc, char** argv) {
               std::string(pool.status().message()).c_str());
       return 2;
     }
-    const Result r = Cycle(**pool, interval_ns, loops);
+    const Result r = Cycler(**pool, interval_ns, loops).Go();
     pool->reset();
     const std::string label =
         name == "default"
             ? absl::StrFormat("default (%s)", config.pool.idle.governor)
             : name;
-    if (!r.complete || r.lateness_ns.empty()) {
+    if (!r.complete) {
       fprintf(stderr, "cyclic: %s ran %zu of %d cycles\n", name.c_str(),
               r.lateness_ns.size(), loops);
       status = 1;
       continue;
     }
-    const std::vector<int64_t>& l = r.lateness_ns;
-    double sum = 0;
-    for (int64_t v : l) sum += v;
+    const LatencySummary l = Summarize(r.lateness_ns);
     printf("| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", label.c_str(),
-           l.front() / 1e3, sum / l.size() / 1e3, l[l.size() * 99 / 100] / 1e3,
-           l.back() / 1e3, 100 * r.cpu_share);
+           l.min_ns / 1e3, l.avg_ns / 1e3, l.p99_ns / 1e3, l.max_ns / 1e3,
+           100 * r.cpu_share);
     fflush(stdout);
-    histograms.emplace_back(label, l);
-  }
-  if (buckets > 0) {
-    for (const auto& [label, l] : histograms) {
-      printf("\n# histogram %s (us: count)\n", label.c_str());
-      std::vector<int64_t> counts(buckets + 1);
-      for (int64_t v : l) {
-        const int64_t us = std::max<int64_t>(0, v / 1000);
-        ++counts[std::min<int64_t>(us, buckets)];
-      }
-      for (int i = 0; i <= buckets; ++i) {
-        if (counts[i] == 0) continue;
-        printf("%s%d: %lld\n", i == buckets ? ">=" : "", i,
-               static_cast<long long>(counts[i]));
-      }
+    if (cap_us > 0) {
+      histograms.emplace_back(label, MakeHistogram(r.lateness_ns, cap_us));
     }
+  }
+  for (const auto& [label, h] : histograms) {
+    printf("\n# histogram %s (us count)\n%s", label.c_str(),
+           FormatHistogram(h).c_str());
   }
   return status;
 }

@@ -1,27 +1,37 @@
 // bench/messaging: perf bench sched messaging (hackbench) through the pool.
 //
 // G groups, each of S senders and R receivers; every sender sends L small
-// messages to every receiver of its group. Senders and receivers are pool
-// tasks and none blocks: a sender task sends one round (a message to each
-// receiver) and resubmits itself; a receiver has a mailbox, and a delivery
-// that finds it not scheduled submits its drain task. The pool is made
-// once per governor, with the same worker count, in one run: messages per
-// second and the process's CPU time for each, and the default governor's
-// throughput against `block` and `poll`.
+// messages to every receiver of its group (G*S*R*L messages in all, as
+// hackbench). Senders and receivers are pool tasks and none blocks: a
+// sender task sends one round (a message to each receiver) and resubmits
+// itself; a receiver has a mailbox, and a delivery that finds it not
+// scheduled submits its drain task. Every task is counted in a TaskGroup;
+// when the group is done the messages the receivers read must number
+// G*S*R*L, else the program exits 1.
+//
+// A pool is made for each governor in turn, with the same worker count, and
+// the whole set is repeated --runs times interleaved so that drift in the
+// machine hits every governor alike; the table gives the median run. Per
+// governor: messages per second and the pool's CPU time (the process's
+// getrusage less the --hogs threads), and the default governor's throughput
+// against `block` and `poll`.
 //
 // Oversubscribed means at least four workers per usable CPU (hackbench's
 // point: far more runnable threads than CPUs); --hogs adds spinning threads
-// outside the pool to contend for the CPUs too.
+// outside the pool so the CPUs are contended from outside too.
 //
 // Usage: messaging [--groups=10] [--senders=20] [--receivers=20]
-//   [--loops=100] [--size=100] [--workers=N] [--hogs=0] [--governors=a,b]
+//   [--loops=100] [--size=100] [--workers=N] [--hogs=0] [--runs=5]
+//   [--governors=a,b]
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
+#include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -39,6 +49,9 @@
 namespace haltpool::bench {
 namespace {
 
+// hackbench's largest message is its 100-byte default; 4 KiB leaves room.
+constexpr int kMaxMessageBytes = 4096;
+
 struct Sizes {
   int groups, senders, receivers, loops, size;
 };
@@ -47,12 +60,19 @@ struct Sizes {
 // submitted.
 struct Receiver {
   std::mutex mu;
-  std::vector<char> mailbox;  // Concatenated messages.
+  std::vector<char> mailbox;  // Concatenated messages; guarded by mu.
   std::atomic<bool> scheduled{false};
   uint64_t checksum = 0;  // Touches every byte, as a reader would.
 };
 
-struct Run {
+// One sender: where it is. Only its own task touches it.
+struct Sender {
+  int group;
+  int index;
+  int round = 0;
+};
+
+struct Sample {
   double seconds;
   double cpu_seconds;
   uint64_t delivered;
@@ -65,37 +85,74 @@ double ProcessCpuSeconds() {
          (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
+// Threads that spin until destroyed, to contend for the CPUs from outside
+// the pool. CpuSeconds() is their CPU time so far, to subtract from the
+// process's.
+class Hogs {
+ public:
+  explicit Hogs(int n) {
+    for (int i = 0; i < n; ++i) {
+      threads_.emplace_back([this] {
+        while (!stop_.load(std::memory_order_relaxed)) {
+        }
+      });
+    }
+  }
+  ~Hogs() {
+    stop_ = true;
+    for (std::thread& t : threads_) t.join();
+  }
+  double CpuSeconds() {
+    double sum = 0;
+    for (std::thread& t : threads_) {
+      clockid_t clock;
+      timespec ts{};
+      if (pthread_getcpuclockid(t.native_handle(), &clock) == 0 &&
+          clock_gettime(clock, &ts) == 0) {
+        sum += ts.tv_sec + ts.tv_nsec / 1e9;
+      }
+    }
+    return sum;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
 class Messaging {
  public:
   Messaging(ThreadPool& pool, const Sizes& z)
       : pool_(pool),
         z_(z),
-        receivers_(static_cast<size_t>(z.groups) * z.receivers),
-        expected_(static_cast<uint64_t>(z.groups) * z.senders * z.receivers *
-                  z.loops) {}
+        receivers_(static_cast<size_t>(z.groups) * z.receivers) {
+    for (int g = 0; g < z.groups; ++g) {
+      for (int s = 0; s < z.senders; ++s) senders_.push_back({g, s});
+    }
+  }
 
-  Run Go() {
-    const double cpu0 = ProcessCpuSeconds();
+  // Runs every sender to the end and returns when every task is done; the
+  // caller is not one of the pool's workers.
+  Sample Go(Hogs& hogs) {
+    const double cpu0 = ProcessCpuSeconds() - hogs.CpuSeconds();
     const int64_t t0 = arch::MonotonicNowNs();
-    for (int g = 0; g < z_.groups; ++g) {
-      for (int s = 0; s < z_.senders; ++s) Send(g, s, 0);
-    }
-    {
-      std::unique_lock<std::mutex> lock(done_mu_);
-      done_cv_.wait(lock, [&] { return done_; });
-    }
+    for (Sender& s : senders_) Send(s);
+    pool_.Wait(group_);
     const int64_t t1 = arch::MonotonicNowNs();
-    return {(t1 - t0) / 1e9, ProcessCpuSeconds() - cpu0, delivered_.load()};
+    return {(t1 - t0) / 1e9, ProcessCpuSeconds() - hogs.CpuSeconds() - cpu0,
+            delivered_.load()};
   }
 
  private:
-  // One round of sender `s` of group `g`: a message to each receiver.
-  void Send(int g, int s, int round) {
-    (void)pool_.Submit([this, g, s, round] {
-      char message[4096];
-      memset(message, 'a' + (s + round) % 26, z_.size);
+  // Submits one round of `s`: a message to each receiver of its group; the
+  // task resubmits itself until the last round.
+  void Send(Sender& s) {
+    (void)pool_.Submit(group_, [this, sp = &s] {
+      char message[kMaxMessageBytes];
+      memset(message, 'a' + (sp->index + sp->round) % 26, z_.size);
       for (int r = 0; r < z_.receivers; ++r) {
-        Receiver& rx = receivers_[static_cast<size_t>(g) * z_.receivers + r];
+        Receiver& rx =
+            receivers_[static_cast<size_t>(sp->group) * z_.receivers + r];
         {
           std::lock_guard<std::mutex> lock(rx.mu);
           rx.mailbox.insert(rx.mailbox.end(), message, message + z_.size);
@@ -104,14 +161,14 @@ class Messaging {
           Drain(rx);
         }
       }
-      if (round + 1 < z_.loops) Send(g, s, round + 1);
+      if (++sp->round < z_.loops) Send(*sp);
     });
   }
 
   // Submits the drain task of `rx`, which reads every message in its
   // mailbox, then unschedules it and looks once more.
   void Drain(Receiver& rx) {
-    (void)pool_.Submit([this, &rx] {
+    (void)pool_.Submit(group_, [this, &rx] {
       std::vector<char> got;
       for (;;) {
         {
@@ -119,7 +176,7 @@ class Messaging {
           got.swap(rx.mailbox);
         }
         for (char c : got) rx.checksum += static_cast<unsigned char>(c);
-        Delivered(got.size() / z_.size);
+        delivered_.fetch_add(got.size() / z_.size, std::memory_order_relaxed);
         got.clear();
         rx.scheduled.store(false, std::memory_order_release);
         std::lock_guard<std::mutex> lock(rx.mu);
@@ -131,24 +188,18 @@ class Messaging {
     });
   }
 
-  void Delivered(uint64_t n) {
-    if (n == 0) return;
-    if (delivered_.fetch_add(n, std::memory_order_acq_rel) + n == expected_) {
-      std::lock_guard<std::mutex> lock(done_mu_);
-      done_ = true;
-      done_cv_.notify_one();
-    }
-  }
-
   ThreadPool& pool_;
   const Sizes z_;
   std::vector<Receiver> receivers_;
-  const uint64_t expected_;
+  std::vector<Sender> senders_;
+  TaskGroup group_;
   std::atomic<uint64_t> delivered_{0};
-  std::mutex done_mu_;
-  std::condition_variable done_cv_;
-  bool done_ = false;
 };
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 int Main(int argc, char** argv) {
   BenchFlags defaults;
@@ -157,13 +208,16 @@ int Main(int argc, char** argv) {
       {"senders", {20, 1, 1000, "senders per group (hackbench -f)"}},
       {"receivers", {20, 1, 1000, "receivers per group (hackbench -f)"}},
       {"loops", {100, 1, 1000000, "messages each sender sends each receiver"}},
-      {"size", {100, 1, 4096, "bytes per message (hackbench's 100)"}},
+      {"size", {100, 1, kMaxMessageBytes, "bytes per message (hackbench's)"}},
       {"workers", {0, 0, 4096, "pool workers; 0: one per usable CPU"}},
       {"hogs", {0, 0, 256, "spinning threads outside the pool"}},
+      {"runs", {5, 1, 1000, "runs of every governor; the median is shown"}},
   };
-  absl::StatusOr<BenchFlags> flags = ParseBenchFlags(defaults, argc - 1, argv + 1);
+  absl::StatusOr<BenchFlags> flags =
+      ParseBenchFlags(defaults, argc - 1, argv + 1);
   if (!flags.ok()) {
-    fprintf(stderr, "messaging: %s\n%s", std::string(flags.status().message()).c_str(),
+    fprintf(stderr, "messaging: %s\n%s",
+            std::string(flags.status().message()).c_str(),
             BenchUsage("messaging", defaults).c_str());
     return 2;
   }
@@ -176,70 +230,75 @@ int Main(int argc, char** argv) {
   };
   const Sizes z{flag("groups"), flag("senders"), flag("receivers"),
                 flag("loops"), flag("size")};
+  // The default governor comes from the environment like any haltpool
+  // user's; each row sets its own governor on top of it.
   const Config config = ConfigFromEnvironmentOrExit();
   const uint64_t expected =
       static_cast<uint64_t>(z.groups) * z.senders * z.receivers * z.loops;
 
-  std::atomic<bool> stop_hogs{false};
-  std::vector<std::thread> hogs;
-  for (int i = 0; i < flag("hogs"); ++i) {
-    hogs.emplace_back([&] {
-      while (!stop_hogs.load(std::memory_order_relaxed)) {
-      }
-    });
-  }
-
   std::vector<std::string> names = {"default"};
   for (const std::string& g : flags->governors) names.push_back(g);
-  std::vector<double> rate(names.size());
+  std::vector<std::vector<Sample>> samples(names.size());
   int workers = 0;
-  printf("# messaging: %d groups x %d senders x %d receivers x %d loops, %d "
-         "bytes; %d hogs\n\n",
-         z.groups, z.senders, z.receivers, z.loops, z.size, flag("hogs"));
+  int status = 0;
+  Hogs hogs(flag("hogs"));
+  for (int run = 0; run < flag("runs"); ++run) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      PoolOptions o = config.pool;
+      o.workers = flag("workers");
+      if (names[i] != "default") o.idle.governor = names[i];
+      absl::StatusOr<std::unique_ptr<ThreadPool>> pool =
+          ThreadPool::Create(o, MapEnvironment());
+      if (!pool.ok()) {
+        fprintf(stderr, "messaging: %s\n",
+                std::string(pool.status().message()).c_str());
+        return 2;
+      }
+      workers = (*pool)->size();
+      const Sample s = Messaging(**pool, z).Go(hogs);
+      pool->reset();
+      samples[i].push_back(s);
+      if (s.delivered != expected) {
+        fprintf(stderr, "messaging: %s delivered %llu of %llu messages\n",
+                names[i].c_str(), static_cast<unsigned long long>(s.delivered),
+                static_cast<unsigned long long>(expected));
+        status = 1;
+      }
+    }
+  }
+
+  printf(
+      "# messaging: %d groups x %d senders x %d receivers x %d loops, %d "
+      "bytes; %d workers, %d hogs; median of %d runs\n\n",
+      z.groups, z.senders, z.receivers, z.loops, z.size, workers, flag("hogs"),
+      flag("runs"));
   printf("| governor | workers | messages | seconds | messages/s | CPU s |\n");
   printf("| --- | ---: | ---: | ---: | ---: | ---: |\n");
-  int status = 0;
+  std::vector<double> rate(names.size());
   for (size_t i = 0; i < names.size(); ++i) {
-    PoolOptions o = config.pool;
-    o.workers = flag("workers");
-    if (names[i] != "default") o.idle.governor = names[i];
-    absl::StatusOr<std::unique_ptr<ThreadPool>> pool =
-        ThreadPool::Create(o, MapEnvironment());
-    if (!pool.ok()) {
-      fprintf(stderr, "messaging: %s\n",
-              std::string(pool.status().message()).c_str());
-      return 2;
+    std::vector<double> secs, cpu;
+    for (const Sample& s : samples[i]) {
+      secs.push_back(s.seconds);
+      cpu.push_back(s.cpu_seconds);
     }
-    workers = (*pool)->size();
-    Messaging m(**pool, z);
-    const Run r = m.Go();
-    pool->reset();
-    rate[i] = r.delivered / r.seconds;
+    const double seconds = Median(secs);
+    rate[i] = expected / seconds;
     const std::string label =
         names[i] == "default"
             ? absl::StrFormat("default (%s)", config.pool.idle.governor)
             : names[i];
-    printf("| %s | %d | %llu | %.3f | %.0f | %.2f |\n", label.c_str(), workers,
-           static_cast<unsigned long long>(r.delivered), r.seconds, rate[i],
-           r.cpu_seconds);
-    fflush(stdout);
-    if (r.delivered != expected) {
-      fprintf(stderr, "messaging: %s delivered %llu of %llu messages\n",
-              names[i].c_str(), static_cast<unsigned long long>(r.delivered),
-              static_cast<unsigned long long>(expected));
-      status = 1;
-    }
+    printf("| %s | %d | %llu | %.4f | %.0f | %.3f |\n", label.c_str(), workers,
+           static_cast<unsigned long long>(samples[i].back().delivered),
+           seconds, rate[i], Median(cpu));
   }
-  stop_hogs = true;
-  for (std::thread& t : hogs) t.join();
+  printf("\n");
   for (const char* peer : {"block", "poll"}) {
     for (size_t i = 1; i < names.size(); ++i) {
       if (names[i] == peer) {
-        printf("\ndefault / %s throughput: %.3f", peer, rate[0] / rate[i]);
+        printf("default / %s throughput: %.3f\n", peer, rate[0] / rate[i]);
       }
     }
   }
-  printf("\n");
   return status;
 }
 

@@ -15,6 +15,8 @@ for g in 'default \(' haltpoll predictive poll block fixed; do
     fail "no row for $g"
 done
 [[ $(grep -c '^# histogram ' <<<"$out") -eq 6 ]] || fail "histograms missing"
+[[ $(grep -c '^# Histogram Overflows: [0-9]\{5\}$' <<<"$out") -eq 6 ]] || fail "no overflow counts"
+grep -Eq '^[0-9]{6} [0-9]{6}$' <<<"$out" || fail "no histogram bucket lines"
 
 err=$("$cyclic" --interval_us=10 2>&1 >/dev/null)
 rc=$?

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # bench/messaging with tiny sizes: every governor delivers every message
-# (1 group x 2 senders x 3 receivers x 5 loops = 30), the table has a row
-# each, and a bad flag exits 2 naming it and what is accepted.
+# (1 group x 2 senders x 3 receivers x 5 loops = 30) in each of two runs,
+# the table has a row each, and a bad flag exits 2 naming it and what is
+# accepted.
 set -uo pipefail
 messaging=$1
 fail() { echo "FAIL: $*"; exit 1; }
 
-out=$("$messaging" --groups=1 --senders=2 --receivers=3 --loops=5 --workers=2 --hogs=1)
+out=$("$messaging" --groups=1 --senders=2 --receivers=3 --loops=5 --workers=2 --hogs=1 --runs=2)
 rc=$?
 echo "$out"
 [[ $rc -eq 0 ]] || fail "exited $rc"
 for g in 'default (' haltpoll predictive poll block fixed; do
   grep -q "^| $g.* | 2 | 30 | " <<<"$out" || fail "no row with 30 messages for $g"
 done
+grep -q '^# messaging: 1 groups x 2 senders x 3 receivers x 5 loops, 100 bytes; 2 workers, 1 hogs; median of 2 runs$' <<<"$out" ||
+  fail "no header"
 grep -q '^default / block throughput: ' <<<"$out" || fail "no ratio to block"
 grep -q '^default / poll throughput: ' <<<"$out" || fail "no ratio to poll"
 
