@@ -23,19 +23,19 @@
 //     then poll across it. The margin is learned: each limited block that ran
 //     out reports how late it really ended (timer slack plus the hypervisor's
 //     wake path), and the margin is the 90th percentile of the last
-//     kLatenessHistory such lateness samples (one late block in ten, and
-//     a lone outlier such as a preempted vCPU moves nothing). The poll after the block lasts until the
-//     deadline for a timer, and for a predicted wake until the prediction
-//     plus a tolerance of twice the kept periods' median absolute deviation
-//     (at least kMinToleranceNs); a poll that runs out is followed by a
-//     block.
+//     kLatenessHistory such lateness samples (one late block in ten, and a
+//     lone outlier such as a preempted vCPU moves nothing). The poll after
+//     the block lasts until the deadline for a timer, and for a predicted
+//     wake until the prediction plus a tolerance of twice the kept periods'
+//     median absolute deviation (at least kMinToleranceNs); a poll that
+//     runs out is followed by a block.
 //  Every poll is capped at PredictiveParams::poll_ns.
 //
 // Reflect ends a period at a wake or the deadline, records its length in the
 // history (less the block state's exit latency for a wake seen from the
 // block state, as menu takes it off; a wake found at once when a limited
-// block ran out counts as coming at the block's limit) and whether the timer ended it (a hit) or a wake came earlier (an
-// intercept). The idle statistics' `above` (blocked, but the wake came within
+// block ran out counts as coming at the block's limit) and whether the
+// timer ended it (a hit) or a wake came earlier (an intercept). The idle statistics' `above` (blocked, but the wake came within
 // the target residency) and `below` (polled longer than blocking would have
 // cost) count what it got wrong.
 
