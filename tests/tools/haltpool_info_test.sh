@@ -21,19 +21,17 @@ done
 
 out=$(env -i HALTPOOL_CALIBRATE=0 HALTPOOL_GOVERNOR=block "$info" --json) ||
   fail "json report exited $?"
-python3 - "$out" <<'PY' || fail "bad JSON report"
-import json, sys
-j = json.loads(sys.argv[1])
-assert set(j) == {"hypervisor", "steal", "kernel_cpuidle", "wait_mechanisms",
-                  "profile", "calibration", "configuration"}, sorted(j)
-assert j["calibration"]["measured"] is False, j["calibration"]
-assert any(m["name"] == "spin" and m["usable"] for m in j["wait_mechanisms"])
-conf = {v["name"]: v for v in j["configuration"]}
-assert conf["HALTPOOL_GOVERNOR"] == {"name": "HALTPOOL_GOVERNOR",
-                                     "value": "block", "source": "environment"}
-assert conf["HALTPOOL_CALIBRATE"]["value"] == "0"
-assert j["profile"]["environment"] == j["hypervisor"]["kind"]
-PY
+for want in '^{"hypervisor":{"kind":"' '"steal":{' '"kernel_cpuidle":{' \
+            '"wait_mechanisms":\[{"name":"spin","usable":true,' \
+            '"profile":{"environment":"' '"calibration":{"measured":false,' \
+            '{"name":"HALTPOOL_GOVERNOR","value":"block","source":"environment"}' \
+            '{"name":"HALTPOOL_CALIBRATE","value":"0","source":"environment"}' \
+            ']}$'; do
+  grep -q -- "$want" <<<"$out" || fail "JSON lacks: $want"
+done
+kind=$(sed 's/^{"hypervisor":{"kind":"\([^"]*\)".*/\1/' <<<"$out")
+grep -q "\"profile\":{\"environment\":\"$kind\"" <<<"$out" ||
+  fail "the profile is not the detected environment's ($kind)"
 
 err=$(env -i HALTPOOL_HYPERVISOR=kvm "$info" 2>&1 >/dev/null)
 rc=$?
