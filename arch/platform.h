@@ -18,8 +18,8 @@
 #include "arch/aarch64/cpu_wait.h"
 #include "arch/generic/cpuid.h"
 #elif defined(__s390x__)
-#include "arch/s390x/cpu_wait.h"
 #include "arch/generic/cpuid.h"
+#include "arch/s390x/cpu_wait.h"
 #else
 #include "arch/generic/cpu_wait.h"
 #include "arch/generic/cpuid.h"

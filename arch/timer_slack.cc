@@ -12,8 +12,7 @@ absl::Status SetThreadTimerSlackNs(int64_t ns) {
     return absl::InvalidArgumentError(
         absl::StrCat("timer slack ", ns, " ns; accepted: 1 ns or more"));
   }
-  if (prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(ns), 0, 0, 0) !=
-      0) {
+  if (prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(ns), 0, 0, 0) != 0) {
     return absl::ErrnoToStatus(errno, "prctl(PR_SET_TIMERSLACK)");
   }
   return absl::OkStatus();

@@ -112,8 +112,7 @@ Calibration Calibrate() {
       ": a round trip took over ", kCalibrationStallNs / 1000000, " ms");
   const std::vector<int> cpus = TwoCpus();
   c.cross_cpu = cpus.size() == 2;
-  c.block_wake_ns =
-      PingPong(/*block=*/true, kCalibrationBlockRoundTrips, cpus);
+  c.block_wake_ns = PingPong(/*block=*/true, kCalibrationBlockRoundTrips, cpus);
   c.round_trips = kCalibrationBlockRoundTrips;
   if (c.block_wake_ns == 0) c.note = absl::StrCat("block", stalled);
   if (!c.cross_cpu) {

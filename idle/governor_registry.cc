@@ -6,7 +6,9 @@
 
 namespace haltpool::idle {
 
-absl::string_view GovernorNames() { return "haltpoll|predictive|poll|block|fixed"; }
+absl::string_view GovernorNames() {
+  return "haltpoll|predictive|poll|block|fixed";
+}
 
 bool IsGovernorName(absl::string_view name) {
   return name == "haltpoll" || name == "predictive" || name == "poll" ||

@@ -36,7 +36,8 @@ struct IdleDevice {
 // on it. A block the governor limited (Selection::block_until_ns) that runs
 // out is a kTimeout, and the loop asks the governor again. `poll_cap_ns`
 // shortens every poll the governor selects (a back-off under contention);
-// the governor reflects on the poll it really got. Called only by the waiting thread; allocates nothing.
+// the governor reflects on the poll it really got. Called only by the waiting
+// thread; allocates nothing.
 template <typename PollFn, typename BlockFn>
 IdleResult RunIdle(const IdleDevice& dev, int64_t deadline_ns, PollFn&& poll,
                    BlockFn&& block, bool allow_poll = true,

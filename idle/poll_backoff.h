@@ -70,7 +70,7 @@ class PollBackoff {
 
   uint64_t samples() const noexcept { return samples_; }
   uint64_t backed_off() const noexcept { return backed_off_; }  // Level ups.
-  uint64_t recovered() const noexcept { return recovered_; }  // Back to 0.
+  uint64_t recovered() const noexcept { return recovered_; }    // Back to 0.
   const ContentionSample& last() const noexcept { return last_; }
 
  private:

@@ -19,8 +19,7 @@ constexpr Selection Block(int64_t until_ns) {
 }  // namespace
 
 PredictiveGovernor::PredictiveGovernor(const PredictiveParams& params) noexcept
-    : params_(params),
-      margin_ns_(params.block_exit_latency_ns) {}
+    : params_(params), margin_ns_(params.block_exit_latency_ns) {}
 
 int64_t PredictiveGovernor::wake_margin_ns() const noexcept {
   return margin_ns_;
@@ -167,8 +166,8 @@ void PredictiveGovernor::Reflect(int state, int64_t residency_ns,
   // a prediction too early costs a longer poll and one too late a block.
   int64_t seen_at = end;
   if (exit == IdleExit::kWoken && state == kBlockState) {
-    seen_at -= std::min(params_.block_exit_latency_ns,
-                        (end - period_start_ns_) / 2);
+    seen_at -=
+        std::min(params_.block_exit_latency_ns, (end - period_start_ns_) / 2);
   } else if (exit == IdleExit::kWoken && limited_block_ran_out &&
              residency_ns < kFoundAtOnceNs) {
     seen_at = std::max(period_start_ns_, ran_out_block_until_ns_);

@@ -35,9 +35,10 @@
 // history (less the block state's exit latency for a wake seen from the
 // block state, as menu takes it off; a wake found at once when a limited
 // block ran out counts as coming at the block's limit) and whether the
-// timer ended it (a hit) or a wake came earlier (an intercept). The idle statistics' `above` (blocked, but the wake came within
-// the target residency) and `below` (polled longer than blocking would have
-// cost) count what it got wrong.
+// timer ended it (a hit) or a wake came earlier (an intercept). The idle
+// statistics' `above` (blocked, but the wake came within the target residency)
+// and `below` (polled longer than blocking would have cost) count what it got
+// wrong.
 
 #ifndef HALTPOOL_IDLE_PREDICTIVE_GOVERNOR_H_
 #define HALTPOOL_IDLE_PREDICTIVE_GOVERNOR_H_
@@ -123,11 +124,11 @@ class PredictiveGovernor final : public Governor {
   // The idle period in progress.
   bool in_period_ = false;
   int64_t period_start_ns_ = 0;
-  int64_t expected_ns_ = 0;         // The expected wake; 0 if none.
-  int64_t poll_until_ns_ = 0;       // End of the planned poll across it.
-  int64_t select_ns_ = 0;           // now_ns of the last Select.
+  int64_t expected_ns_ = 0;    // The expected wake; 0 if none.
+  int64_t poll_until_ns_ = 0;  // End of the planned poll across it.
+  int64_t select_ns_ = 0;      // now_ns of the last Select.
   int64_t block_until_ns_ = kBlockUntilDeadline;  // Of the last selection.
-  bool poll_ran_out_ = false;       // The planned poll ended without a wake.
+  bool poll_ran_out_ = false;  // The planned poll ended without a wake.
   bool limited_block_ran_out_ = false;  // The last step was such a block.
   int64_t ran_out_block_until_ns_ = 0;  // And its limit.
 
@@ -141,7 +142,7 @@ class PredictiveGovernor final : public Governor {
   int lateness_count_ = 0;
   int lateness_next_ = 0;
   int64_t margin_ns_;
-  int64_t short_share_ = 0;   // Of periods under the target residency.
+  int64_t short_share_ = 0;    // Of periods under the target residency.
   int64_t short_mean_ns_ = 0;  // Decaying mean length of those periods.
   int64_t last_poll_ns_ = 0;
   uint64_t hits_ = 0;

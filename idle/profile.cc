@@ -16,13 +16,11 @@ const std::vector<Profile>& Table() {
        "no VM exit on a wake: a FUTEX_WAKE costs a few microseconds, so "
        "polling past 50 us buys little; haltpoll's adaptive window keeps "
        "polls short"},
-      {HostEnvironment::kKvmDedicated, "haltpoll", 200 * kUs, 6 * kUs,
-       12 * kUs,
+      {HostEnvironment::kKvmDedicated, "haltpoll", 200 * kUs, 6 * kUs, 12 * kUs,
        "a physical CPU per vCPU (KVM_HINTS_REALTIME) is where the kernel "
        "enables its own haltpoll driver: polling takes CPU from no one, so "
        "the kernel's 200 us cap"},
-      {HostEnvironment::kKvmShared, "predictive", 50 * kUs, 20 * kUs,
-       40 * kUs,
+      {HostEnvironment::kKvmShared, "predictive", 50 * kUs, 20 * kUs, 40 * kUs,
        "vCPUs share physical CPUs: a poll burns CPU other guests need, and a "
        "wake of a halted vCPU costs an IPI and a VM exit (15-50 us on a "
        "2-vCPU KVM guest), so poll only across a wake that is expected"},
@@ -45,8 +43,7 @@ const std::vector<Profile>& Table() {
       {HostEnvironment::kKvmS390, "predictive", 50 * kUs, 1 * kUs, 2 * kUs,
        "the s390 cpuidle driver gives 1 us of exit latency under KVM on "
        "s390x; vCPUs are shared, so no blind polling"},
-      {HostEnvironment::kUnknownVm, "predictive", 50 * kUs, 20 * kUs,
-       40 * kUs,
+      {HostEnvironment::kUnknownVm, "predictive", 50 * kUs, 20 * kUs, 40 * kUs,
        "a hypervisor that does not say which: assume shared CPUs and costly "
        "wakes, as shared KVM"},
   };

@@ -66,10 +66,9 @@ const std::vector<Variable>& Variables() {
          return absl::OkStatus();
        },
        [](const Config& c) {
-         return c.hypervisor_override
-                    ? std::string(
-                          arch::HostEnvironmentName(*c.hypervisor_override))
-                    : std::string("auto");
+         return c.hypervisor_override ? std::string(arch::HostEnvironmentName(
+                                            *c.hypervisor_override))
+                                      : std::string("auto");
        }},
       {"HALTPOOL_CALIBRATE",
        "1 measures the block state's wake cost when the first pool starts "

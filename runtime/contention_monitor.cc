@@ -11,28 +11,24 @@ namespace haltpool {
 
 std::string FormatBackoff(const BackoffStats& s) {
   if (!s.enabled) return "off";
-  const std::string cap =
-      s.level >= idle::PollBackoff::kMaxLevel
-          ? "no polling"
-          : absl::StrFormat("poll cap / %d", 1 << s.level);
+  const std::string cap = s.level >= idle::PollBackoff::kMaxLevel
+                              ? "no polling"
+                              : absl::StrFormat("poll cap / %d", 1 << s.level);
   return absl::StrFormat(
       "level %d of %d (%s); %u samples, backed off %u times, "
       "recovered %u times; last: steal %.1f%%, %d runnable on %d CPUs, %d "
       "preempted",
-      s.level, idle::PollBackoff::kMaxLevel, cap, s.samples,
-      s.backed_off, s.recovered, 100 * s.last.steal_fraction, s.last.runnable,
+      s.level, idle::PollBackoff::kMaxLevel, cap, s.samples, s.backed_off,
+      s.recovered, 100 * s.last.steal_fraction, s.last.runnable,
       s.last.usable_cpus, s.last.preempted);
 }
 
 ContentionMonitor::ContentionMonitor(
     bool enabled, int64_t usable_cpus,
     std::function<idle::ContentionSample()> probe)
-    : enabled_(enabled),
-      usable_cpus_(usable_cpus),
-      probe_(std::move(probe)) {}
+    : enabled_(enabled), usable_cpus_(usable_cpus), probe_(std::move(probe)) {}
 
-idle::ContentionSample ContentionMonitor::Read(int pollers,
-                                               int64_t preempted) {
+idle::ContentionSample ContentionMonitor::Read(int pollers, int64_t preempted) {
   if (probe_) return probe_();
   idle::ContentionSample s;
   s.usable_cpus = usable_cpus_;
@@ -54,8 +50,8 @@ void ContentionMonitor::MaybeSample(int64_t now_ns, int pollers,
   if (!enabled_) return;
   int64_t due = next_sample_ns_.load(std::memory_order_relaxed);
   if (now_ns < due) return;
-  if (!next_sample_ns_.compare_exchange_strong(
-          due, now_ns + kSampleIntervalNs, std::memory_order_relaxed)) {
+  if (!next_sample_ns_.compare_exchange_strong(due, now_ns + kSampleIntervalNs,
+                                               std::memory_order_relaxed)) {
     return;  // Another worker took this sample.
   }
   std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);

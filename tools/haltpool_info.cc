@@ -110,9 +110,9 @@ void PrintText(const Config& c, const Steal& steal,
              : "");
   printf("CPU: %s\n",
          arch::DescribeCpuFeatures(arch::HostCpuFeatures()).c_str());
-  printf("Wait mechanisms (best: %s):\n",
-         std::string(arch::WaitMechanismName(arch::BestWaitMechanism()))
-             .c_str());
+  printf(
+      "Wait mechanisms (best: %s):\n",
+      std::string(arch::WaitMechanismName(arch::BestWaitMechanism())).c_str());
   for (const Mechanism& m : Mechanisms()) {
     printf("  %-7s %s\n", m.name.c_str(),
            m.usable ? "usable" : absl::StrCat("no: ", m.why_not).c_str());
@@ -121,8 +121,7 @@ void PrintText(const Config& c, const Steal& steal,
          std::string(arch::HostEnvironmentName(c.environment)).c_str(),
          c.hypervisor_override ? " (from HALTPOOL_HYPERVISOR)" : " (detected)");
   printf("  governor %s, poll cap %s, block exit latency %s, target %s\n",
-         std::string(p.governor).c_str(),
-         FormatDurationNs(p.poll_ns).c_str(),
+         std::string(p.governor).c_str(), FormatDurationNs(p.poll_ns).c_str(),
          FormatDurationNs(p.block_exit_latency_ns).c_str(),
          FormatDurationNs(p.block_target_residency_ns).c_str());
   printf("  why: %s\n", std::string(p.reason).c_str());
@@ -156,8 +155,8 @@ void PrintJson(const Config& c, const Steal& steal,
       ",\"source\":", JsonString(h.source), "}");
   absl::StrAppend(&out, ",\"steal\":");
   if (steal.known) {
-    absl::StrAppend(&out, absl::StrFormat(
-                              "{\"since_boot\":%.6f,\"now\":%.6f,"
+    absl::StrAppend(
+        &out, absl::StrFormat("{\"since_boot\":%.6f,\"now\":%.6f,"
                               "\"sample_ms\":%d}",
                               steal.since_boot, steal.now, kStealSampleMs));
   } else {
@@ -165,8 +164,7 @@ void PrintJson(const Config& c, const Steal& steal,
   }
   absl::StrAppend(
       &out, ",\"kernel_cpuidle\":{\"driver\":", JsonString(kernel.driver),
-      ",\"governor\":", JsonString(kernel.governor),
-      ",\"guest_halt_poll_ns\":",
+      ",\"governor\":", JsonString(kernel.governor), ",\"guest_halt_poll_ns\":",
       kernel.guest_halt_poll_ns ? absl::StrCat(*kernel.guest_halt_poll_ns)
                                 : "null",
       "},\"wait_mechanisms\":[");
@@ -185,19 +183,19 @@ void PrintJson(const Config& c, const Steal& steal,
       ",\"block_exit_latency_ns\":", p.block_exit_latency_ns,
       ",\"block_target_residency_ns\":", p.block_target_residency_ns,
       ",\"reason\":", JsonString(p.reason), "}");
-  absl::StrAppend(&out, ",\"calibration\":{\"measured\":",
-                  cal.measured ? "true" : "false",
-                  ",\"block_wake_ns\":", cal.block_wake_ns,
-                  ",\"poll_wake_ns\":", cal.poll_wake_ns,
-                  ",\"round_trips\":", cal.round_trips,
-                  ",\"cross_cpu\":", cal.cross_cpu ? "true" : "false",
-                  ",\"took_ns\":", cal.took_ns,
-                  ",\"note\":", JsonString(cal.note), "},\"configuration\":[");
+  absl::StrAppend(
+      &out, ",\"calibration\":{\"measured\":", cal.measured ? "true" : "false",
+      ",\"block_wake_ns\":", cal.block_wake_ns,
+      ",\"poll_wake_ns\":", cal.poll_wake_ns,
+      ",\"round_trips\":", cal.round_trips,
+      ",\"cross_cpu\":", cal.cross_cpu ? "true" : "false",
+      ",\"took_ns\":", cal.took_ns, ",\"note\":", JsonString(cal.note),
+      "},\"configuration\":[");
   for (size_t i = 0; i < c.variables.size(); ++i) {
     const ResolvedVariable& v = c.variables[i];
     absl::StrAppend(&out, i ? "," : "", "{\"name\":", JsonString(v.name),
-                    ",\"value\":", JsonString(v.value), ",\"source\":",
-                    JsonString(ValueSourceName(v.source)), "}");
+                    ",\"value\":", JsonString(v.value),
+                    ",\"source\":", JsonString(ValueSourceName(v.source)), "}");
   }
   absl::StrAppend(&out, "]}\n");
   fputs(out.c_str(), stdout);

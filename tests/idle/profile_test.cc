@@ -39,8 +39,7 @@ TEST(Profile, EachIsValidIdleOptionsWithAReason) {
     EXPECT_TRUE(ValidateIdleOptions(o).ok()) << name;
     EXPECT_TRUE(MakeGovernor(o).ok()) << name;
     EXPECT_GT(p.block_exit_latency_ns, 0) << name;
-    EXPECT_EQ(p.block_target_residency_ns, 2 * p.block_exit_latency_ns)
-        << name;
+    EXPECT_EQ(p.block_target_residency_ns, 2 * p.block_exit_latency_ns) << name;
     EXPECT_GT(p.reason.size(), 40u) << name;
   }
 }
