@@ -11,11 +11,12 @@ namespace haltpool {
 
 std::string FormatBackoff(const BackoffStats& s) {
   if (!s.enabled) return "off";
-  const std::string cap = s.level >= idle::PollBackoff::kMaxLevel
-                              ? "no polling"
-                              : absl::StrFormat("poll cap / %d", 1 << s.level);
+  const std::string cap = s.poll_cap_ns == idle::kUnlimitedPollNs ? "none"
+                          : s.poll_cap_ns == 0
+                              ? "0, no polling"
+                              : absl::StrFormat("%d ns", s.poll_cap_ns);
   return absl::StrFormat(
-      "level %d of %d (%s); %u samples, backed off %u times, "
+      "level %d of %d (poll cap now %s); %u samples, backed off %u times, "
       "recovered %u times; last: steal %.1f%%, %d runnable on %d CPUs, %d "
       "preempted",
       s.level, idle::PollBackoff::kMaxLevel, cap, s.samples, s.backed_off,
@@ -24,9 +25,12 @@ std::string FormatBackoff(const BackoffStats& s) {
 }
 
 ContentionMonitor::ContentionMonitor(
-    bool enabled, int64_t usable_cpus,
+    bool enabled, int64_t usable_cpus, int64_t governor_cap_ns,
     std::function<idle::ContentionSample()> probe)
-    : enabled_(enabled), usable_cpus_(usable_cpus), probe_(std::move(probe)) {}
+    : enabled_(enabled),
+      usable_cpus_(usable_cpus),
+      governor_cap_ns_(governor_cap_ns),
+      probe_(std::move(probe)) {}
 
 idle::ContentionSample ContentionMonitor::Read(int pollers, int64_t preempted) {
   if (probe_) return probe_();
@@ -66,9 +70,9 @@ void ContentionMonitor::MaybeSample(int64_t now_ns, int pollers,
   level_.store(backoff_.level(), std::memory_order_relaxed);
 }
 
-int64_t ContentionMonitor::PollCapNs(int64_t cap_ns) const noexcept {
+int64_t ContentionMonitor::PollCapNs() const noexcept {
   return idle::PollBackoff::CapAtLevel(level_.load(std::memory_order_relaxed),
-                                       cap_ns);
+                                       governor_cap_ns_);
 }
 
 BackoffStats ContentionMonitor::Stats() const {
@@ -80,6 +84,7 @@ BackoffStats ContentionMonitor::Stats() const {
   s.backed_off = backoff_.backed_off();
   s.recovered = backoff_.recovered();
   s.last = backoff_.last();
+  s.poll_cap_ns = idle::PollBackoff::CapAtLevel(s.level, governor_cap_ns_);
   return s;
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "arch/contention_signals.h"
+#include "idle/governor.h"
 #include "idle/poll_backoff.h"
 
 namespace haltpool {
@@ -26,10 +27,13 @@ struct BackoffStats {
   uint64_t backed_off = 0;
   uint64_t recovered = 0;
   idle::ContentionSample last;
+  // The cap on each poll now: kUnlimitedPollNs (none), 0 (no polling).
+  int64_t poll_cap_ns = idle::kUnlimitedPollNs;
 };
 
-// "level 2 of 4 (poll cap / 4); 57 samples, backed off 3 times, recovered
-// 1 time; last: steal 0.0%, 3 runnable on 2 CPUs, 0 preempted", or "off".
+// "level 2 of 4 (poll cap now 12500 ns); 57 samples, backed off 3 times,
+// recovered 1 times; last: steal 0.0%, 3 runnable on 2 CPUs, 0 preempted",
+// or "off".
 std::string FormatBackoff(const BackoffStats& stats);
 
 class ContentionMonitor {
@@ -40,9 +44,10 @@ class ContentionMonitor {
   static constexpr int64_t kSampleIntervalNs = 10000000;
 
   // Machine readings, or what `probe` returns instead (for tests and for
-  // programs that know better; its now_ns is filled in). Disabled: never
+  // programs that know better; its now_ns is filled in). Backing off
+  // shrinks `governor_cap_ns`, the governor's own poll cap. Disabled: never
   // samples and never limits polling.
-  ContentionMonitor(bool enabled, int64_t usable_cpus,
+  ContentionMonitor(bool enabled, int64_t usable_cpus, int64_t governor_cap_ns,
                     std::function<idle::ContentionSample()> probe);
 
   // Called by a worker about to idle. If a sample is due and no other
@@ -55,9 +60,9 @@ class ContentionMonitor {
   void MaybeSample(int64_t now_ns, int pollers, int64_t& nivcsw_mark,
                    bool& polled);
 
-  // The cap for each poll, given the governor's own cap (kUnlimitedPollNs:
-  // none; 0: do not poll). One atomic load. Any thread.
-  int64_t PollCapNs(int64_t cap_ns) const noexcept;
+  // The cap for each poll now (kUnlimitedPollNs: none; 0: do not poll).
+  // One atomic load. Any thread.
+  int64_t PollCapNs() const noexcept;
 
   BackoffStats Stats() const;
 
@@ -66,6 +71,7 @@ class ContentionMonitor {
 
   const bool enabled_;
   const int64_t usable_cpus_;
+  const int64_t governor_cap_ns_;
   const std::function<idle::ContentionSample()> probe_;
   std::atomic<int64_t> next_sample_ns_{0};
   std::atomic<int> level_{0};

@@ -15,12 +15,6 @@ std::string FormatCalibration(const idle::Calibration& c) {
   return out;
 }
 
-std::string FormatBackoffCap(int64_t poll_cap_ns) {
-  if (poll_cap_ns == idle::kUnlimitedPollNs) return "none";
-  if (poll_cap_ns <= 0) return "0 (no polling)";
-  return absl::StrCat(poll_cap_ns, " ns");
-}
-
 std::string FormatPoolStatsText(const PoolStats& stats) {
   std::string out;
   for (const WorkerStats& w : stats.workers) {
@@ -34,15 +28,10 @@ std::string FormatPoolStatsText(const PoolStats& stats) {
                         w.io_callbacks, w.io_note.empty() ? "" : " ; ",
                         w.io_note, w.cpu, w.numa_node));
   }
-  absl::StrAppend(
-      &out, "Timers cancelled at shutdown: ", stats.timers_cancelled, "\n",
-      "Calibration: ", FormatCalibration(stats.calibration), "\n",
-      "Back-off: ", FormatBackoff(stats.backoff));
-  if (stats.backoff.enabled) {
-    absl::StrAppend(&out, "; poll cap now ",
-                    FormatBackoffCap(stats.backoff_poll_cap_ns));
-  }
-  absl::StrAppend(&out, "\n");
+  absl::StrAppend(&out,
+                  "Timers cancelled at shutdown: ", stats.timers_cancelled,
+                  "\n", "Calibration: ", FormatCalibration(stats.calibration),
+                  "\n", "Back-off: ", FormatBackoff(stats.backoff), "\n");
   return out;
 }
 
@@ -53,19 +42,17 @@ std::string FormatPoolStatsJson(const PoolStats& stats) {
       ",\"max_pollers\":", stats.max_pollers,
       ",\"calibration\":{\"measured\":", c.measured ? "true" : "false",
       ",\"block_wake_ns\":", c.block_wake_ns,
-      ",\"poll_wake_ns\":", c.poll_wake_ns,
-      ",\"round_trips\":", c.round_trips,
+      ",\"poll_wake_ns\":", c.poll_wake_ns, ",\"round_trips\":", c.round_trips,
       ",\"cross_cpu\":", c.cross_cpu ? "true" : "false",
-      ",\"took_ns\":", c.took_ns,
-      ",\"note\":", idle::JsonString(c.note), "},\"backoff\":{\"enabled\":",
-      stats.backoff.enabled ? "true" : "false",
+      ",\"took_ns\":", c.took_ns, ",\"note\":", idle::JsonString(c.note),
+      "},\"backoff\":{\"enabled\":", stats.backoff.enabled ? "true" : "false",
       ",\"level\":", stats.backoff.level,
       ",\"samples\":", stats.backoff.samples,
       ",\"backed_off\":", stats.backoff.backed_off,
       ",\"recovered\":", stats.backoff.recovered, ",\"poll_cap_ns\":",
-      stats.backoff_poll_cap_ns == idle::kUnlimitedPollNs
+      stats.backoff.poll_cap_ns == idle::kUnlimitedPollNs
           ? std::string("null")
-          : absl::StrCat(stats.backoff_poll_cap_ns),
+          : absl::StrCat(stats.backoff.poll_cap_ns),
       "},\"workers\":[");
   for (size_t i = 0; i < stats.workers.size(); ++i) {
     const WorkerStats& w = stats.workers[i];

@@ -37,17 +37,11 @@ struct PoolStats {
   // the first pool started; measured is false with calibration off.
   idle::Calibration calibration;
   BackoffStats backoff;  // The poll back-off under contention.
-  // The cap the back-off puts on each poll now: idle::kUnlimitedPollNs
-  // (none), the governor's cap halved per level, or 0 (no polling).
-  int64_t backoff_poll_cap_ns = idle::kUnlimitedPollNs;
 };
 
 // "block wake 14.2 us, poll wake 0.31 us (200 round trips, 6.1 ms)", or
 // why it was not measured ("off" with calibration turned off).
 std::string FormatCalibration(const idle::Calibration& calibration);
-
-// The back-off's cap on each poll: "none", "50000 ns" or "0 (no polling)".
-std::string FormatBackoffCap(int64_t poll_cap_ns);
 
 // Every worker in the layout of `cpupower idle-info`, each followed by its
 // task counters.

@@ -123,7 +123,8 @@ absl::Status ThreadPool::Start() {
     }
   }
   contention_ = std::make_unique<ContentionMonitor>(
-      options_.backoff, quota->usable_cpus, options_.contention_probe);
+      options_.backoff, quota->usable_cpus, options_.idle.haltpoll.poll_ns,
+      options_.contention_probe);
   const Topology topology = LoadTopology(AffinityCpus());
   const std::vector<WorkerPlacement> placements =
       PlanPlacement(topology, n, options_.pin);
@@ -346,7 +347,7 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
                            num_pollers_.load(std::memory_order_relaxed),
                            w.nivcsw_mark, w.polled_since_sample);
   const int64_t poll_cap =
-      contention_->PollCapNs(options_.idle.haltpoll.poll_ns);
+      contention_->PollCapNs();
   const bool poll =
       poll_cap != 0 &&
       num_pollers_.fetch_add(1, std::memory_order_relaxed) < max_pollers_;
@@ -438,8 +439,6 @@ PoolStats ThreadPool::Stats() const {
   stats.max_pollers = max_pollers_;
   stats.calibration = calibration_;
   stats.backoff = contention_->Stats();
-  stats.backoff_poll_cap_ns =
-      contention_->PollCapNs(options_.idle.haltpoll.poll_ns);
   for (const auto& w : workers_) {
     WorkerStats ws;
     ws.index = w->index;

@@ -330,7 +330,8 @@ TEST(PoolBackoff, ReactsToInjectedContentionAndRecovers) {
   BackoffStats b = pool->Stats().backoff;
   EXPECT_EQ(b.level, idle::PollBackoff::kMaxLevel);
   EXPECT_GE(b.backed_off, static_cast<uint64_t>(idle::PollBackoff::kMaxLevel));
-  EXPECT_NE(FormatPoolStatsText(pool->Stats()).find("(no polling)"),
+  EXPECT_NE(FormatPoolStatsText(pool->Stats())
+                .find("(poll cap now 0, no polling)"),
             std::string::npos);
   EXPECT_EQ(b.last.runnable, 9);
   // No polling now: a wake must be a FUTEX_WAKE or find the worker running.
