@@ -346,8 +346,7 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
   contention_->MaybeSample(arch::MonotonicNowNs(),
                            num_pollers_.load(std::memory_order_relaxed),
                            w.nivcsw_mark, w.polled_since_sample);
-  const int64_t poll_cap =
-      contention_->PollCapNs();
+  const int64_t poll_cap = contention_->PollCapNs();
   const bool poll =
       poll_cap != 0 &&
       num_pollers_.fetch_add(1, std::memory_order_relaxed) < max_pollers_;
