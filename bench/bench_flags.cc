@@ -35,10 +35,20 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(BenchFlags flags, int argc,
       }
       continue;
     }
+    if (auto text = flags.strings.find(kv.first); text != flags.strings.end()) {
+      if (kv.second.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", kv.first, "='': accepted: ", text->second.help));
+      }
+      text->second.value = kv.second;
+      continue;
+    }
     auto it = flags.ints.find(kv.first);
     if (it == flags.ints.end()) {
       std::string known = "--governors";
       for (const auto& [name, f] : flags.ints)
+        absl::StrAppend(&known, ", --", name);
+      for (const auto& [name, f] : flags.strings)
         absl::StrAppend(&known, ", --", name);
       return absl::InvalidArgumentError(
           absl::StrCat("unknown flag --", kv.first, "; accepted: ", known));
@@ -65,6 +75,11 @@ std::string BenchUsage(const char* name, const BenchFlags& defaults) {
   for (const auto& [flag, f] : defaults.ints) {
     absl::StrAppend(&out, "  --", flag, "=N  ", f.help, " (default ", f.value,
                     ", ", f.min, " to ", f.max, ")\n");
+  }
+  for (const auto& [flag, f] : defaults.strings) {
+    absl::StrAppend(&out, "  --", flag, "=TEXT  ", f.help);
+    if (!f.value.empty()) absl::StrAppend(&out, " (default ", f.value, ")");
+    absl::StrAppend(&out, "\n");
   }
   absl::StrAppend(&out, "  --governors=a,b  governors to run (default all: ",
                   idle::GovernorNames(), ")\n");

@@ -22,16 +22,24 @@ struct IntFlag {
   const char* help;
 };
 
+// One text flag: its default (empty: unset) and a line of help. Any
+// non-empty value is accepted; the program checks its meaning.
+struct StringFlag {
+  std::string value;
+  const char* help;
+};
+
 struct BenchFlags {
-  std::map<std::string, IntFlag> ints;  // By name, without "--".
+  std::map<std::string, IntFlag> ints;        // By name, without "--".
+  std::map<std::string, StringFlag> strings;  // By name, without "--".
   // --governors=a,b: the governors to run; default every one of
   // idle::GovernorNames(), the profile's default first as "default".
   std::vector<std::string> governors;
   bool help = false;
 };
 
-// Parses argv (without argv[0]) into `defaults`' integer flags and
-// --governors; --help sets help. InvalidArgument naming the flag and what
+// Parses argv (without argv[0]) into `defaults`' integer and text flags
+// and --governors; --help sets help. InvalidArgument naming the flag and what
 // is accepted otherwise.
 absl::StatusOr<BenchFlags> ParseBenchFlags(BenchFlags defaults, int argc,
                                            const char* const* argv);

@@ -21,6 +21,7 @@ BenchFlags Defaults() {
   BenchFlags d;
   d.ints = {{"loops", {100, 1, 1000, "loops"}},
             {"workers", {0, 0, 64, "workers"}}};
+  d.strings = {{"csv", {"", "a file path"}}};
   return d;
 }
 
@@ -85,6 +86,24 @@ TEST(BenchFlags, BareArgumentIsRejected) {
   absl::StatusOr<BenchFlags> f = Parse({"loops=3"});
   EXPECT_THAT(f.status().message(),
               HasSubstr("'loops=3': accepted: --name=value flags"));
+}
+
+TEST(BenchFlags, TextFlags) {
+  absl::StatusOr<BenchFlags> f = Parse({});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->strings.at("csv").value, "");
+  f = Parse({"--csv=/tmp/out.csv"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->strings.at("csv").value, "/tmp/out.csv");
+  f = Parse({"--csv="});
+  ASSERT_FALSE(f.ok());
+  EXPECT_THAT(f.status().message(),
+              HasSubstr("--csv='': accepted: a file path"));
+  f = Parse({"--cvs=x"});
+  ASSERT_FALSE(f.ok());
+  EXPECT_THAT(f.status().message(), HasSubstr("--csv"));
+  EXPECT_THAT(BenchUsage("b", Defaults()),
+              HasSubstr("--csv=TEXT  a file path"));
 }
 
 }  // namespace

@@ -1,0 +1,422 @@
+// bench/tradeoff: the latency-versus-CPU tradeoff of waking an idle thread,
+// haltpool against the ways people wake threads today, side by side in one
+// run.
+//
+// For every gap of kSweepGapsNs (0 to 10 ms) and every contender: the mean,
+// p50 and p99 wake latency and the CPU the waiting side burns. Two modes
+// (wake_harness.h says how each is measured):
+// - pair: one thread wakes another. haltpool's parker under each governor;
+//   std::binary_semaphore, std::atomic::wait, absl::Mutex + CondVar,
+//   std::condition_variable, folly's Baton policy (spin 2 us, then futex),
+//   oneTBB's concurrent_bounded_queue, and an OpenMP barrier under libgomp
+//   and LLVM's libomp, each with its default wait policy and with
+//   OMP_WAIT_POLICY=passive.
+// - pool: an outside thread submits to an idle pool. haltpool's ThreadPool
+//   under each governor; a mutex + condition-variable pool, oneTBB's
+//   task_arena, and an OpenMP parallel region (the same four runtimes).
+// The OpenMP contenders run in child processes (tradeoff_gomp and
+// tradeoff_llvm_omp, found beside this binary), one per runtime and policy.
+//
+// Prints Markdown: both tables per mode and the verdict on the target
+// (tradeoff_table.h). --csv and --markdown also write them to files, for
+// tools/plot-tradeoff and docs/results/.
+//
+// ./bazelw run -c opt //bench:tradeoff -- [--point_ms=N] [--workers=N]
+//   [--modes=pair,pool] [--only=NAME,NAME] [--csv=PATH] [--markdown=PATH]
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "bench/bench_flags.h"
+#include "bench/condvar_pool.h"
+#include "bench/tradeoff_table.h"
+#include "bench/wake_channels.h"
+#include "bench/wake_harness.h"
+#include "runtime/config.h"
+#include "runtime/environment.h"
+#include "runtime/thread_pool.h"
+#include "tbb/task_arena.h"
+
+namespace haltpool::bench {
+namespace {
+
+// How each point is sized (SamplesFor), from the flags.
+struct Sizing {
+  int64_t point_ms;
+  int min_samples;
+  int max_samples;
+  int Samples(int64_t gap_ns) const {
+    return SamplesFor(gap_ns, point_ms, min_samples, max_samples);
+  }
+};
+
+struct Contender {
+  std::string name;
+  bool haltpool = false;
+  bool is_default = false;
+};
+
+struct PairContender : Contender {
+  std::function<absl::StatusOr<std::unique_ptr<WakeChannel>>()> make;
+};
+
+// Calls its argument with a submit function for a pool that lives while
+// the call runs.
+using PoolRunner =
+    std::function<void(const std::function<void(const SubmitFn&)>&)>;
+struct PoolContender : Contender {
+  PoolRunner with_pool;
+};
+
+// haltpool's governors as the sweep runs them: every one, `fixed` at
+// folly's 2 us and at the kernel's 200 us poll cap.
+struct GovernorVariant {
+  std::string name;
+  idle::IdleOptions options;
+  // Set where the variant raised the poll cap: a pool would otherwise take
+  // the profile's cap again for a cap equal to the kernel's default.
+  std::map<std::string, std::string> pool_environment;
+};
+
+std::vector<GovernorVariant> GovernorVariants(const idle::IdleOptions& base) {
+  std::vector<GovernorVariant> out;
+  out.push_back(
+      {absl::StrCat("haltpool default (", base.governor, ")"), base, {}});
+  auto add = [&](std::string name, std::string governor, int64_t fixed_ns) {
+    idle::IdleOptions o = base;
+    o.governor = governor;
+    o.fixed_poll_ns = fixed_ns;
+    // A fixed window is held to the poll cap; this variant is the window.
+    std::map<std::string, std::string> environment;
+    if (governor == "fixed" && fixed_ns > o.haltpoll.poll_ns) {
+      o.haltpoll.poll_ns = fixed_ns;
+      environment["HALTPOOL_POLL_NS"] = absl::StrCat(fixed_ns);
+    }
+    // The default already runs these options.
+    if (o.governor == base.governor &&
+        (governor != "fixed" || fixed_ns == base.fixed_poll_ns)) {
+      return;
+    }
+    out.push_back({std::move(name), o, std::move(environment)});
+  };
+  add("haltpool haltpoll", "haltpoll", base.fixed_poll_ns);
+  add("haltpool predictive", "predictive", base.fixed_poll_ns);
+  add("haltpool fixed 2 us", "fixed", 2000);
+  add("haltpool fixed 200 us", "fixed", 200000);
+  add("haltpool poll", "poll", base.fixed_poll_ns);
+  add("haltpool block", "block", base.fixed_poll_ns);
+  return out;
+}
+
+std::vector<PairContender> PairContenders(const idle::IdleOptions& idle) {
+  std::vector<PairContender> out;
+  bool first = true;
+  for (const GovernorVariant& v : GovernorVariants(idle)) {
+    PairContender c;
+    c.name = v.name;
+    c.haltpool = true;
+    c.is_default = first;
+    first = false;
+    c.make = [o = v.options] { return MakeParkerChannel(o); };
+    out.push_back(std::move(c));
+  }
+  auto peer = [&](std::string name,
+                  std::function<std::unique_ptr<WakeChannel>()> make) {
+    PairContender c;
+    c.name = std::move(name);
+    c.make = [make]() -> absl::StatusOr<std::unique_ptr<WakeChannel>> {
+      return make();
+    };
+    out.push_back(std::move(c));
+  };
+  peer("std::binary_semaphore", MakeSemaphoreChannel);
+  peer("std::atomic::wait", MakeAtomicWaitChannel);
+  peer("absl::Mutex + CondVar", MakeAbslCondVarChannel);
+  peer("std::condition_variable", MakeStdCondVarChannel);
+  peer("folly-style spin 2 us + futex",
+       [] { return MakeSpinThenFutexChannel(2000); });
+  peer("oneTBB concurrent_bounded_queue", MakeTbbQueueChannel);
+  return out;
+}
+
+std::vector<PoolContender> PoolContenders(const PoolOptions& base,
+                                          int workers) {
+  std::vector<PoolContender> out;
+  bool first = true;
+  for (const GovernorVariant& v : GovernorVariants(base.idle)) {
+    PoolContender c;
+    c.name = v.name;
+    c.haltpool = true;
+    c.is_default = first;
+    first = false;
+    PoolOptions o = base;
+    o.workers = workers;
+    o.idle = v.options;
+    c.with_pool = [o, env = v.pool_environment](
+                      const std::function<void(const SubmitFn&)>& body) {
+      // The environment was applied once, in main; each contender sets its
+      // own governor on top of it.
+      auto pool = ThreadPool::Create(o, MapEnvironment(env));
+      if (!pool.ok()) {
+        fprintf(stderr, "tradeoff: %s\n",
+                std::string(pool.status().message()).c_str());
+        exit(1);
+      }
+      ThreadPool* p = pool->get();
+      body([p](Probe f) { (void)p->Submit(f); });
+    };
+    out.push_back(std::move(c));
+  }
+  PoolContender cv;
+  cv.name = "std::condition_variable pool";
+  cv.with_pool = [workers](const std::function<void(const SubmitFn&)>& body) {
+    CondvarPool pool(workers);
+    body([&pool](Probe f) { pool.Submit(f); });
+  };
+  out.push_back(std::move(cv));
+  PoolContender tbb;
+  tbb.name = "oneTBB task_arena";
+  tbb.with_pool = [workers](const std::function<void(const SubmitFn&)>& body) {
+    tbb::task_arena arena(workers);
+    arena.initialize();
+    body([&arena](Probe f) { arena.enqueue(f); });
+  };
+  out.push_back(std::move(tbb));
+  return out;
+}
+
+// One OpenMP contender: which binary, under which wait policy.
+struct OmpContender {
+  std::string name;
+  std::string binary;  // Beside this one.
+  bool passive;
+};
+
+const OmpContender kOmpContenders[] = {
+    {"libgomp default", "tradeoff_gomp", false},
+    {"libgomp passive", "tradeoff_gomp", true},
+    {"libomp default", "tradeoff_llvm_omp", false},
+    {"libomp passive", "tradeoff_llvm_omp", true},
+};
+
+// The directory this binary is in.
+std::string SelfDir() {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return ".";
+  path[n] = '\0';
+  std::string s(path);
+  return s.substr(0, s.rfind('/'));
+}
+
+// Runs an OpenMP child and returns its curves.
+absl::StatusOr<std::vector<Curve>> RunOmp(const OmpContender& c,
+                                          const Sizing& sizing, int workers,
+                                          const std::string& modes) {
+  const std::string binary = absl::StrCat(SelfDir(), "/", c.binary);
+  if (access(binary.c_str(), X_OK) != 0) {
+    return absl::NotFoundError(absl::StrCat(binary, ": ", strerror(errno),
+                                            " (build //bench:", c.binary, ")"));
+  }
+  const std::string command = absl::StrCat(
+      c.passive ? "OMP_WAIT_POLICY=passive" : "env -u OMP_WAIT_POLICY", " '",
+      binary, "' '--label=", c.name, "' --point_ms=", sizing.point_ms,
+      " --min_samples=", sizing.min_samples,
+      " --max_samples=", sizing.max_samples, " --workers=", workers,
+      " --modes=", modes);
+  FILE* child = popen(command.c_str(), "r");
+  if (child == nullptr) {
+    return absl::InternalError(
+        absl::StrCat("cannot run ", binary, ": ", strerror(errno)));
+  }
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), child)) > 0) out.append(buf, n);
+  const int status = pclose(child);
+  if (status != 0) {
+    return absl::InternalError(
+        absl::StrCat(command, " failed (status ", status, ")"));
+  }
+  return ParseCurvesCsv(out);
+}
+
+bool Selected(absl::string_view name, const std::vector<std::string>& only) {
+  if (only.empty()) return true;
+  for (const std::string& o : only) {
+    if (absl::StrContains(name, o)) return true;
+  }
+  return false;
+}
+
+void Progress(absl::string_view mode, absl::string_view name) {
+  fprintf(stderr, "tradeoff: %s: %s\n", std::string(mode).c_str(),
+          std::string(name).c_str());
+}
+
+Curve RunPairContender(const PairContender& c, const Sizing& sizing) {
+  Progress("pair", c.name);
+  absl::StatusOr<std::unique_ptr<WakeChannel>> channel = c.make();
+  if (!channel.ok()) {
+    fprintf(stderr, "tradeoff: %s: %s\n", c.name.c_str(),
+            std::string(channel.status().message()).c_str());
+    exit(1);
+  }
+  Curve curve{"pair", c.name, c.haltpool, c.is_default, {}};
+  MeasurePair(**channel, 10000, 200);  // Warm-up: windows learned.
+  for (int64_t gap : kSweepGapsNs) {
+    curve.points.push_back(MeasurePair(**channel, gap, sizing.Samples(gap)));
+  }
+  return curve;
+}
+
+Curve RunPoolContender(const PoolContender& c, const Sizing& sizing) {
+  Progress("pool", c.name);
+  Curve curve{"pool", c.name, c.haltpool, c.is_default, {}};
+  c.with_pool([&](const SubmitFn& submit) {
+    MeasurePool(submit, 10000, 200);  // Warm-up: threads started.
+    for (int64_t gap : kSweepGapsNs) {
+      curve.points.push_back(MeasurePool(submit, gap, sizing.Samples(gap)));
+    }
+  });
+  return curve;
+}
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  FILE* f = fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    fprintf(stderr, "tradeoff: cannot write %s: %s\n", path.c_str(),
+            strerror(errno));
+    return false;
+  }
+  const bool ok = fwrite(text.data(), 1, text.size(), f) == text.size();
+  return fclose(f) == 0 && ok;
+}
+
+}  // namespace
+}  // namespace haltpool::bench
+
+int main(int argc, char** argv) {
+  using namespace haltpool;
+  using namespace haltpool::bench;
+  BenchFlags defaults;
+  defaults.ints = {
+      {"point_ms", {250, 1, 60000, "time per contender and gap"}},
+      {"min_samples", {10, 1, 1000000, "fewest wakes per point"}},
+      {"max_samples", {20000, 1, 1000000, "most wakes per point"}},
+      {"workers", {2, 1, 256, "pool mode's worker threads"}},
+  };
+  defaults.strings = {
+      {"modes", {"pair,pool", "pair, pool or both, comma-separated"}},
+      {"only",
+       {"",
+        "run only contenders whose name contains one of these, "
+        "comma-separated"}},
+      {"csv", {"", "also write the results as CSV to this file"}},
+      {"markdown", {"", "also write the Markdown to this file"}},
+  };
+  absl::StatusOr<BenchFlags> flags =
+      ParseBenchFlags(defaults, argc - 1, argv + 1);
+  if (!flags.ok()) {
+    fprintf(stderr, "tradeoff: %s\n%s",
+            std::string(flags.status().message()).c_str(),
+            BenchUsage("tradeoff", defaults).c_str());
+    return 2;
+  }
+  if (flags->help) {
+    fputs(BenchUsage("tradeoff", defaults).c_str(), stdout);
+    return 0;
+  }
+  auto flag = [&](const char* name) { return flags->ints.at(name).value; };
+  const Sizing sizing{flag("point_ms"), static_cast<int>(flag("min_samples")),
+                      static_cast<int>(flag("max_samples"))};
+  const int workers = static_cast<int>(flag("workers"));
+  const std::string modes = flags->strings.at("modes").value;
+  bool pair = false, pool = false;
+  for (absl::string_view m : absl::StrSplit(modes, ',')) {
+    if (m == "pair") {
+      pair = true;
+    } else if (m == "pool") {
+      pool = true;
+    } else {
+      fprintf(stderr, "tradeoff: --modes: '%s': accepted: pair, pool\n",
+              std::string(m).c_str());
+      return 2;
+    }
+  }
+  std::vector<std::string> only;
+  if (!flags->strings.at("only").value.empty()) {
+    only = absl::StrSplit(flags->strings.at("only").value, ',');
+  }
+  // The default governor comes from the environment, as for any user.
+  const Config config = ConfigFromEnvironmentOrExit();
+
+  std::vector<Curve> pair_curves, pool_curves;
+  if (pair) {
+    for (const PairContender& c : PairContenders(config.pool.idle)) {
+      if (Selected(c.name, only)) {
+        pair_curves.push_back(RunPairContender(c, sizing));
+      }
+    }
+  }
+  if (pool) {
+    for (const PoolContender& c : PoolContenders(config.pool, workers)) {
+      if (Selected(c.name, only)) {
+        pool_curves.push_back(RunPoolContender(c, sizing));
+      }
+    }
+  }
+  const std::string omp_modes = pair && pool ? "pair,pool"
+                                : pair       ? "pair"
+                                             : "pool";
+  for (const OmpContender& c : kOmpContenders) {
+    if (!Selected(c.name, only)) continue;
+    Progress(omp_modes, c.name);
+    absl::StatusOr<std::vector<Curve>> curves =
+        RunOmp(c, sizing, workers, omp_modes);
+    if (!curves.ok()) {
+      fprintf(stderr, "tradeoff: %s: %s\n", c.name.c_str(),
+              std::string(curves.status().message()).c_str());
+      return 1;
+    }
+    for (Curve& curve : *curves) {
+      (curve.mode == "pair" ? pair_curves : pool_curves)
+          .push_back(std::move(curve));
+    }
+  }
+  std::vector<Curve> curves = std::move(pair_curves);
+  for (Curve& c : pool_curves) curves.push_back(std::move(c));
+  if (curves.empty()) {
+    fprintf(stderr, "tradeoff: --only='%s' matches no contender\n",
+            flags->strings.at("only").value.c_str());
+    return 2;
+  }
+
+  std::string markdown = absl::StrCat(
+      "### Wake latency against gap and CPU (", workers, " pool workers, ",
+      sizing.point_ms, " ms per point)\n\n", CurvesMarkdown(curves));
+  for (const char* mode : {"pair", "pool"}) {
+    absl::StatusOr<Verdict> verdict = JudgeTradeoff(curves, mode);
+    if (verdict.ok())
+      absl::StrAppend(&markdown, VerdictMarkdown(*verdict), "\n");
+  }
+  fputs(markdown.c_str(), stdout);
+  const std::string& csv_path = flags->strings.at("csv").value;
+  const std::string& md_path = flags->strings.at("markdown").value;
+  if (!csv_path.empty() && !WriteFile(csv_path, CurvesCsv(curves))) return 1;
+  if (!md_path.empty() && !WriteFile(md_path, markdown)) return 1;
+  return 0;
+}
