@@ -3,10 +3,10 @@
 // each governor against oneTBB (task_arena::enqueue) and a mutex +
 // condition-variable pool, side by side in one run.
 //
-// One outside thread submits a task every `gap`; the task notes how long it
-// waited. Gaps up to 100 us are waited out busy, longer ones asleep; the
-// wait for the task spins 20 us, then sleeps. Pool CPU is the process's CPU
-// time minus the submitting thread's.
+// One outside thread submits a task `gap` after the previous one ran; the
+// task notes how long it waited. bench/wake_harness measures it (the pool
+// mode of bench/tradeoff, which runs more gaps and more contenders); pool
+// CPU is the process's CPU time minus the submitting thread's.
 //
 // Usage: pool_latency [--workers=N] [--scale=F] [--csv=PATH]
 //   F scales sample counts; PATH gets the table as CSV too (for
@@ -15,23 +15,19 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include <algorithm>
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
-#include "arch/cpu_wait.h"
-#include "arch/cycle_clock.h"
 #include "bench/condvar_pool.h"
+#include "bench/wake_harness.h"
 #include "runtime/config.h"
 #include "runtime/thread_pool.h"
 #include "tbb/task_arena.h"
@@ -46,84 +42,15 @@ struct Gap {
 // Each gap runs about a second or less at scale 1.
 constexpr Gap kGaps[] = {
     {0, 20000}, {10000, 10000}, {100000, 3000}, {1000000, 500}, {10000000, 80}};
-// Gaps up to this are waited out spinning; longer ones sleeping.
-constexpr int64_t kSpinGapNs = 100000;
-// How long the submitter spins for its task to finish before it sleeps:
-// longer than a polled wake (about 1 us here), shorter than a blocked one.
-constexpr int64_t kDoneSpinNs = 20000;
-
-int64_t CpuNs(clockid_t clock) {
-  timespec ts;
-  clock_gettime(clock, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-void WaitUntil(int64_t t) {
-  const int64_t left = t - arch::MonotonicNowNs();
-  if (left > kSpinGapNs) {
-    timespec ts{static_cast<time_t>(t / 1000000000),
-                static_cast<long>(t % 1000000000)};
-    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
-  }
-  while (arch::MonotonicNowNs() < t) arch::CpuRelax();
-}
 
 struct Result {
   double p50_us, p99_us, mean_us, idle_cpu;  // idle_cpu: fraction of a CPU.
 };
 
-// The task every contender runs: two pointers, so it is stored inline by
-// haltpool's tasks and by std::function alike (no allocation per submit).
-// The slot holds the submit time and receives the latency.
-struct Probe {
-  int64_t* slot;
-  std::atomic<int64_t>* done;
-  void operator()() const {
-    *slot = arch::MonotonicNowNs() - *slot;
-    done->fetch_add(1, std::memory_order_release);
-    done->notify_one();
-  }
-};
-
-using SubmitFn = std::function<void(Probe)>;
-
 Result Measure(const SubmitFn& submit, const Gap& gap, double scale) {
   const int n = std::max(10, static_cast<int>(gap.samples * scale));
-  std::vector<int64_t> lat(n);
-  std::atomic<int64_t> done{0};
-  const int64_t cpu0 = CpuNs(CLOCK_PROCESS_CPUTIME_ID);
-  const int64_t self0 = CpuNs(CLOCK_THREAD_CPUTIME_ID);
-  const int64_t wall0 = arch::MonotonicNowNs();
-  int64_t next = wall0;
-  for (int i = 0; i < n; ++i) {
-    WaitUntil(next);
-    const int64_t t0 = arch::MonotonicNowNs();
-    lat[i] = t0;
-    submit(Probe{&lat[i], &done});
-    // The next submission waits for this task: one at a time, idle between.
-    // It spins briefly, then sleeps: a submitter spinning on one of two
-    // CPUs would hold the CPU a woken worker needs, and the measurement
-    // would be of the scheduler's tick, not of the pool.
-    const int64_t spin_until = arch::MonotonicNowNs() + kDoneSpinNs;
-    int64_t seen = done.load(std::memory_order_acquire);
-    while (seen != i + 1 && arch::MonotonicNowNs() < spin_until) {
-      arch::CpuRelax();
-      seen = done.load(std::memory_order_acquire);
-    }
-    while (seen != i + 1) {
-      done.wait(seen, std::memory_order_acquire);
-      seen = done.load(std::memory_order_acquire);
-    }
-    next = t0 + gap.ns;
-  }
-  const int64_t wall = arch::MonotonicNowNs() - wall0;
-  const int64_t pool_cpu = (CpuNs(CLOCK_PROCESS_CPUTIME_ID) - cpu0) -
-                           (CpuNs(CLOCK_THREAD_CPUTIME_ID) - self0);
-  std::sort(lat.begin(), lat.end());
-  double sum = 0;
-  for (int64_t l : lat) sum += l;
-  return {lat[n / 2] / 1e3, lat[n * 99 / 100] / 1e3, sum / n / 1e3,
-          static_cast<double>(pool_cpu) / static_cast<double>(wall)};
+  const WakePoint p = MeasurePool(submit, gap.ns, n);
+  return {p.p50_us, p.p99_us, p.mean_us, p.cpu};
 }
 
 struct Contender {
