@@ -112,6 +112,8 @@ set(HALTPOOL_TESTS
   tests/docs/readme_profiles_test.cc
   tests/docs/readme_variables_test.cc
   tests/examples/echo_server_test.cc
+  tests/examples/sockperf_protocol_test.cc
+  tests/examples/sockperf_server_test.cc
   tests/faults/futex_faults_test.cc
   tests/faults/worker_faults_test.cc
   tests/idle/calibration_test.cc
@@ -143,12 +145,27 @@ set(HALTPOOL_TESTS
 set(HALTPOOL_TEST_SUPPORT
   tests/idle/child_process.h
   tests/idle/fake_clock.h
+  tests/examples/server_process.h
   tests/idle/fake_external_wait.h
   tests/runtime/config_probe.cc
 )
 
-# The examples.
+# The examples: one program each.
 set(HALTPOOL_EXAMPLES
   examples/echo_server.cc
   examples/hello_pool.cc
+)
+
+# The pieces the examples are made of (every cc_library in examples/BUILD),
+# built as one static library that every example links.
+set(HALTPOOL_EXAMPLE_LIBRARY
+  examples/connection_owner.h
+  examples/echo_connection.cc
+  examples/echo_connection.h
+  examples/sockperf_protocol.cc
+  examples/sockperf_protocol.h
+  examples/sockperf_tcp_connection.cc
+  examples/sockperf_tcp_connection.h
+  examples/sockperf_udp_server.cc
+  examples/sockperf_udp_server.h
 )

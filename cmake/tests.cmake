@@ -19,6 +19,11 @@ set(args_hypervisor_test ${PROJECT_SOURCE_DIR}/tests/arch/testdata)
 set(args_guide_variables_test ${PROJECT_SOURCE_DIR}/docs/USING.md)
 set(args_config_probe_test $<TARGET_FILE:config_probe>)
 set(args_echo_server_test $<TARGET_FILE:echo_server>)
+set(args_sockperf_server_test $<TARGET_FILE:echo_server>)
+
+# Tests of examples/ pieces link their library as well.
+set(libs_sockperf_protocol_test haltpool_examples)
+set(libs_sockperf_server_test haltpool_examples)
 
 foreach(src IN LISTS HALTPOOL_TESTS)
   get_filename_component(name ${src} NAME_WE)
@@ -26,9 +31,11 @@ foreach(src IN LISTS HALTPOOL_TESTS)
   target_compile_options(${name} PRIVATE -Wall -Wextra)
   file(STRINGS ${src} own_main REGEX "^int main\\(")
   if(own_main)
-    target_link_libraries(${name} PRIVATE haltpool GTest::gmock GTest::gtest)
+    target_link_libraries(${name} PRIVATE haltpool ${libs_${name}}
+                          GTest::gmock GTest::gtest)
   else()
-    target_link_libraries(${name} PRIVATE haltpool GTest::gmock GTest::gtest_main)
+    target_link_libraries(${name} PRIVATE haltpool ${libs_${name}}
+                          GTest::gmock GTest::gtest_main)
   endif()
   add_test(NAME ${name} COMMAND ${name} ${args_${name}})
   set_tests_properties(${name} PROPERTIES TIMEOUT 600)

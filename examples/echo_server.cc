@@ -5,6 +5,19 @@
 //
 // ./bazelw run //examples:echo_server -- --port=7777
 //
+// --protocol picks what a connection speaks:
+//   echo      (default) every byte received is sent back.
+//   sockperf  the server side of `sockperf ping-pong` (Debian's sockperf
+//             3.7), over TCP and over UDP on the same port number: each
+//             message that asks for a reply comes back with the client flag
+//             cleared; other messages get none (sockperf_protocol.h). A TCP
+//             connection that sends a malformed header is closed; a short or
+//             malformed datagram is dropped. UDP is served by
+//             sockperf_udp_server.h (a receiver thread hands each datagram
+//             to the pool: the pool's I/O has no recvfrom). Measure with
+//               sockperf ping-pong -i 127.0.0.1 -p 7777 [--tcp] -t 2
+//             or tools/bench-sockperf, which compares it with `sockperf sr`.
+//
 // Design. One acceptor per worker: at start, one task per worker starts an
 // Accept on the shared listening socket through its own worker's reactor,
 // and every connection it accepts is served on that worker (completions run
@@ -12,16 +25,19 @@
 // workers as the kernel hands them to the pending accepts, with no locking
 // between workers on the data path. Each connection is a heap record with a
 // 16 KiB buffer: Recv, Send what came (looping on partial sends), Recv
-// again; end of stream or an error closes and frees it.
+// again; end of stream or an error closes and frees it
+// (echo_connection.h). A sockperf connection is the same loop around a
+// StreamFramer: Recv, frame whole messages, Send the replies they ask for,
+// Recv again (sockperf_tcp_connection.h).
 //
 // Shutdown. main() blocks SIGINT and SIGTERM before the pool starts (the
-// workers inherit the mask) and waits for them in sigwait(). Then: stop
-// accepting (shutdown() of the listening socket completes every pending
-// Accept with an error), shutdown() every open connection (their pending
-// Recv and Send complete), wait until no connection and no acceptor is
-// left, shut the pool down, print its statistics and the totals. Nothing is
-// in flight when the pool stops, so no callback is dropped by a reactor's
-// destructor.
+// workers inherit the mask) and waits for them in sigwait(). Then: stop the
+// UDP receiver (sockperf), stop accepting (shutdown() of the listening socket
+// completes every pending Accept with an error), shutdown() every open
+// connection (their pending Recv and Send complete), wait until no connection
+// and no acceptor is left, shut the pool down, print its statistics and the
+// totals. Nothing is in flight when the pool stops, so no callback is dropped
+// by a reactor's destructor.
 //
 // Exit status: 0 after a clean shutdown; 1 if the server could not start or
 // connections were still open when the drain timed out; 2 on a bad flag.
@@ -52,6 +68,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "examples/connection_owner.h"
+#include "examples/echo_connection.h"
+#include "examples/sockperf_tcp_connection.h"
+#include "examples/sockperf_udp_server.h"
 #include "runtime/io/io_backend.h"
 #include "runtime/pool_io.h"
 #include "runtime/pool_stats.h"
@@ -61,10 +81,6 @@ namespace {
 
 // The port when --port is not given: an unassigned one, easy to type.
 constexpr int kDefaultPort = 7777;
-
-// Bytes a connection receives at once: as much as one TCP segment train on
-// loopback usually delivers, small enough for thousands of connections.
-constexpr size_t kBufferBytes = 16 * 1024;
 
 // How long shutdown waits for connections and acceptors to finish. Every
 // pending operation completes as soon as its socket is shut down, so this
@@ -83,21 +99,24 @@ constexpr int64_t kAcceptRetryNs = 10 * 1000 * 1000;
 // --workers above this is taken for a typo; the pool itself has no limit.
 constexpr int kMaxWorkers = 1024;
 
-constexpr absl::string_view kProtocols = "echo";
+constexpr absl::string_view kProtocols = "echo, sockperf";
 
 constexpr char kUsage[] =
-    "usage: echo_server [--help] [--port=N] [--protocol=echo] [--workers=N] "
-    "[--io=auto|uring|epoll]\n"
+    "usage: echo_server [--help] [--port=N] [--protocol=echo|sockperf] "
+    "[--workers=N] [--io=auto|uring|epoll]\n"
     "  --port=N       TCP port to listen on, 0-65535 (default 7777; 0: a "
     "free port, printed)\n"
-    "  --protocol=P   what to speak: echo (default echo)\n"
+    "  --protocol=P   what to speak: echo, or sockperf (sockperf ping-pong's "
+    "server, over TCP and UDP on the same port) (default echo)\n"
     "  --workers=N    pool workers, 1-1024 (default: one per usable CPU)\n"
     "  --io=B         I/O backend: auto, uring or epoll (default auto)\n";
+
+enum class Protocol { kEcho, kSockperf };
 
 struct Flags {
   bool help = false;  // --help: print the usage and exit 0.
   int port = kDefaultPort;
-  std::string protocol = "echo";
+  Protocol protocol = Protocol::kEcho;
   int workers = 0;  // 0: the pool's default.
   haltpool::IoBackend io = haltpool::IoBackend::kAuto;
 };
@@ -128,12 +147,15 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
             "--port='", value, "' is not a port; accepted: 0 to 65535"));
       }
     } else if (name == "--protocol") {
-      if (value != "echo") {
+      if (value == "echo") {
+        flags.protocol = Protocol::kEcho;
+      } else if (value == "sockperf") {
+        flags.protocol = Protocol::kSockperf;
+      } else {
         return absl::InvalidArgumentError(
             absl::StrCat("--protocol='", value,
                          "' is not a known protocol; accepted: ", kProtocols));
       }
-      flags.protocol = std::string(value);
     } else if (name == "--workers") {
       if (!absl::SimpleAtoi(value, &flags.workers) || flags.workers < 1 ||
           flags.workers > kMaxWorkers) {
@@ -183,12 +205,12 @@ absl::StatusOr<int> Listen(int port, int* bound_port) {
 
 // The server: its acceptors, its open connections and its totals. Created
 // and stopped by main(); its callbacks run on the pool's workers.
-class EchoServer {
+class EchoServer final : public haltpool::examples::ConnectionOwner {
  public:
   // Serves `listen_fd` (owned by the caller, open until after Stop) on
-  // `pool`'s workers.
-  EchoServer(haltpool::ThreadPool* pool, int listen_fd)
-      : pool_(pool), listen_fd_(listen_fd) {}
+  // `pool`'s workers, speaking `protocol` on every connection.
+  EchoServer(haltpool::ThreadPool* pool, int listen_fd, Protocol protocol)
+      : pool_(pool), listen_fd_(listen_fd), protocol_(protocol) {}
 
   // Starts one acceptor per worker and returns the I/O backend's name once
   // every one is accepting. Fails with the reactor's setup error (io=uring
@@ -204,22 +226,20 @@ class EchoServer {
   uint64_t connections_served() const {
     return served_.load(std::memory_order_relaxed);
   }
-  uint64_t bytes_echoed() const {
-    return echoed_.load(std::memory_order_relaxed);
-  }
+
+  // ConnectionOwner. CloseConnection runs under the mutex, so that Stop
+  // never shuts down a number that has been closed and reused.
+  void CloseConnection(int fd) override;
+  haltpool::examples::ConnectionTotals& totals() override { return totals_; }
 
  private:
   struct Acceptor;
-  struct Connection;
 
   // The body of each start-up task.
   void StartOnWorker(int workers);
   // Takes a freshly accepted `fd`: serves it on `io`'s worker, or closes it
   // if the server is stopping.
   void Serve(haltpool::PoolIo io, int fd);
-  // Forgets and closes `fd`. Under the mutex, so that Stop never shuts down
-  // a number that has been closed and reused.
-  void CloseConnection(int fd);
   void AcceptorEnded();
   bool stopping() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -228,8 +248,9 @@ class EchoServer {
 
   haltpool::ThreadPool* const pool_;
   const int listen_fd_;
+  const Protocol protocol_;
   std::atomic<uint64_t> served_{0};
-  std::atomic<uint64_t> echoed_{0};
+  haltpool::examples::ConnectionTotals totals_;
 
   // std::mutex, not absl::Mutex: the system's absl is not built for
   // ThreadSanitizer, which would not see its synchronization.
@@ -279,44 +300,6 @@ struct EchoServer::Acceptor {
     EchoServer* s = server;
     delete this;
     s->AcceptorEnded();
-  }
-};
-
-// One client: receives into `buf`, sends it back, again.
-struct EchoServer::Connection {
-  Connection(EchoServer* s, haltpool::PoolIo i, int f)
-      : server(s), io(i), fd(f) {}
-
-  EchoServer* const server;
-  haltpool::PoolIo io;
-  const int fd;
-  size_t len = 0;   // Bytes in buf.
-  size_t sent = 0;  // Of those, sent back so far.
-  char buf[kBufferBytes];
-
-  void Recv() {
-    io.Recv(fd, buf, sizeof(buf), [this](int result) {
-      if (result <= 0) return Close();  // End of stream or an error.
-      len = static_cast<size_t>(result);
-      sent = 0;
-      SendRest();
-    });
-  }
-
-  void SendRest() {
-    io.Send(fd, buf + sent, len - sent, [this](int result) {
-      if (result <= 0) return Close();  // -EPIPE, -ECONNRESET, shut down.
-      server->echoed_.fetch_add(static_cast<uint64_t>(result),
-                                std::memory_order_relaxed);
-      sent += static_cast<size_t>(result);
-      if (sent < len) return SendRest();
-      Recv();
-    });
-  }
-
-  void Close() {
-    server->CloseConnection(fd);
-    delete this;
   }
 };
 
@@ -381,7 +364,11 @@ void EchoServer::Serve(haltpool::PoolIo io, int fd) {
     return;
   }
   // Registered: from now on only the connection itself closes `fd`.
-  (new Connection(this, io, fd))->Recv();
+  if (protocol_ == Protocol::kSockperf) {
+    haltpool::sockperf::ServeSockperfConnection(io, fd, this);
+  } else {
+    haltpool::examples::ServeEchoConnection(io, fd, this);
+  }
 }
 
 void EchoServer::CloseConnection(int fd) {
@@ -452,7 +439,21 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  EchoServer server(pool->get(), *listen_fd);
+  // sockperf's UDP on the TCP port's number. Destroyed (closing its
+  // socket) only after the pool has shut down: queued replies use it.
+  std::unique_ptr<haltpool::sockperf::UdpServer> udp;
+  if (flags->protocol == Protocol::kSockperf) {
+    absl::StatusOr<std::unique_ptr<haltpool::sockperf::UdpServer>> created =
+        haltpool::sockperf::UdpServer::Create(pool->get(), port);
+    if (!created.ok()) {
+      fprintf(stderr, "echo_server: %s\n",
+              std::string(created.status().message()).c_str());
+      return 1;
+    }
+    udp = *std::move(created);
+  }
+
+  EchoServer server(pool->get(), *listen_fd, flags->protocol);
   absl::StatusOr<std::string> backend = server.Start();
   if (!backend.ok()) {
     fprintf(stderr, "echo_server: --io=%s: %s\n",
@@ -465,6 +466,10 @@ int main(int argc, char** argv) {
   }
   printf("echo_server: listening on 0.0.0.0:%d (io: %s)\n", port,
          backend->c_str());
+  if (udp != nullptr) {
+    udp->Start();
+    printf("echo_server: sockperf over TCP and UDP on port %d\n", port);
+  }
   fflush(stdout);
 
   int signal_number = 0;
@@ -473,6 +478,7 @@ int main(int argc, char** argv) {
   printf("echo_server: %s, shutting down\n", strsignal(signal_number));
   fflush(stdout);
 
+  if (udp != nullptr) udp->Stop();
   const bool drained = server.Stop(kDrainTimeout);
   if (!drained) {
     fprintf(stderr,
@@ -484,9 +490,22 @@ int main(int argc, char** argv) {
   close(*listen_fd);
 
   printf("\n%s\n", haltpool::FormatPoolStatsText((*pool)->Stats()).c_str());
+  haltpool::examples::ConnectionTotals& totals = server.totals();
   printf("echo_server: served %llu connections, echoed %llu bytes\n",
          static_cast<unsigned long long>(server.connections_served()),
-         static_cast<unsigned long long>(server.bytes_echoed()));
+         static_cast<unsigned long long>(totals.bytes_sent.load()));
+  if (udp != nullptr) {
+    printf(
+        "echo_server: sockperf: TCP %llu replies, %llu without reply, %llu "
+        "connections closed as malformed; UDP %llu replies, %llu without "
+        "reply, %llu dropped\n",
+        static_cast<unsigned long long>(totals.sockperf_replies.load()),
+        static_cast<unsigned long long>(totals.sockperf_no_reply.load()),
+        static_cast<unsigned long long>(totals.sockperf_malformed.load()),
+        static_cast<unsigned long long>(udp->replies()),
+        static_cast<unsigned long long>(udp->no_reply()),
+        static_cast<unsigned long long>(udp->dropped()));
+  }
   fflush(stdout);
   return drained ? 0 : 1;
 }

@@ -1,6 +1,6 @@
 // examples/echo_server as its users see it: the real binary is started as a
-// child process (posix_spawn) on a free port, 64 clients talk to it at once,
-// then SIGTERM (or SIGINT) must stop it cleanly with exit status 0, its
+// child process (server_process.h) on a free port, 64 clients talk to it at
+// once, then SIGTERM (or SIGINT) must stop it cleanly with exit status 0, its
 // statistics and the right totals on stdout. Both I/O backends are run;
 // io_uring is skipped, with the reason, where the machine has none. Bad
 // flags must exit 2 with a message.
@@ -10,22 +10,16 @@
 // directory that bazel test starts in).
 
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <latch>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -33,8 +27,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-
-extern char** environ;
+#include "tests/examples/server_process.h"
 
 namespace haltpool {
 namespace {
@@ -42,212 +35,6 @@ namespace {
 using ::testing::HasSubstr;
 
 std::string g_server;  // Set by main().
-
-// How long the test waits for the server to start, answer or exit. Far
-// above what any of it takes (milliseconds), so only a hang trips it.
-constexpr int64_t kTimeoutMs = 20000;
-
-int64_t NowMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
-}
-
-// How a child ended.
-struct Exit {
-  bool timed_out = false;  // Still running at the deadline: killed.
-  bool exited = false;     // Left through exit (else a signal).
-  int code = -1;           // Exit status if `exited`, else the signal.
-
-  std::string Describe() const {
-    if (timed_out) return "timed out and was killed";
-    if (!exited) return "was killed by signal " + std::to_string(code);
-    return "exited with status " + std::to_string(code);
-  }
-};
-
-// One run of the server: spawned with its stdout and stderr on pipes.
-class ServerProcess {
- public:
-  // Starts the server with `args`; pid() is -1 if that failed.
-  explicit ServerProcess(const std::vector<std::string>& args) {
-    int out[2], err[2];
-    if (pipe2(out, O_CLOEXEC) != 0) return;
-    if (pipe2(err, O_CLOEXEC) != 0) {
-      close(out[0]);
-      close(out[1]);
-      return;
-    }
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(g_server.c_str()));
-    for (const std::string& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    posix_spawn_file_actions_adddup2(&actions, err[1], 2);
-    // Whatever gtest's thread had blocked, the server starts with the
-    // default dispositions and an empty mask.
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none, stops;
-    sigemptyset(&none);
-    sigemptyset(&stops);
-    sigaddset(&stops, SIGINT);
-    sigaddset(&stops, SIGTERM);
-    sigaddset(&stops, SIGPIPE);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &stops);
-    posix_spawnattr_setflags(&attr,
-                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    pid_t pid = -1;
-    if (posix_spawn(&pid, g_server.c_str(), &actions, &attr, argv.data(),
-                    environ) == 0) {
-      pid_ = pid;
-    }
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&actions);
-    close(out[1]);
-    close(err[1]);
-    out_fd_ = out[0];
-    err_fd_ = err[0];
-  }
-
-  ~ServerProcess() {
-    if (pid_ > 0 && !reaped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (out_fd_ >= 0) close(out_fd_);
-    if (err_fd_ >= 0) close(err_fd_);
-  }
-
-  pid_t pid() const { return pid_; }
-  const std::string& out() const { return out_; }
-  const std::string& err() const { return err_; }
-
-  // Reads stdout until it holds a whole line, returning it (without the
-  // newline), or "" if the server closed stdout or the deadline passed.
-  std::string ReadLine() {
-    const int64_t deadline = NowMs() + kTimeoutMs;
-    for (;;) {
-      const size_t nl = out_.find('\n', line_start_);
-      if (nl != std::string::npos) {
-        std::string line = out_.substr(line_start_, nl - line_start_);
-        line_start_ = nl + 1;
-        return line;
-      }
-      if (!Pump(deadline - NowMs())) return "";
-    }
-  }
-
-  // Sends `sig`, reads stdout and stderr to their end, and reaps the
-  // server; kills it if it is not gone within kTimeoutMs.
-  Exit Stop(int sig) {
-    kill(pid_, sig);
-    return Wait();
-  }
-
-  // As Stop, without a signal: for a server expected to exit by itself.
-  Exit Wait() {
-    const int64_t deadline = NowMs() + kTimeoutMs;
-    while (!(out_eof_ && err_eof_) && NowMs() < deadline) {
-      Pump(deadline - NowMs());
-    }
-    Exit r;
-    int status = 0;
-    for (;;) {
-      const pid_t w = waitpid(pid_, &status, WNOHANG);
-      if (w == pid_) break;
-      if (NowMs() >= deadline) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        reaped_ = true;
-        r.timed_out = true;
-        return r;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    reaped_ = true;
-    if (WIFEXITED(status)) {
-      r.exited = true;
-      r.code = WEXITSTATUS(status);
-    } else if (WIFSIGNALED(status)) {
-      r.code = WTERMSIG(status);
-    }
-    return r;
-  }
-
- private:
-  // Waits up to `timeout_ms` for output and appends what came. False if
-  // nothing more can come (both pipes at their end) or time ran out.
-  bool Pump(int64_t timeout_ms) {
-    if (timeout_ms <= 0 || (out_eof_ && err_eof_)) return false;
-    pollfd fds[2] = {{out_eof_ ? -1 : out_fd_, POLLIN, 0},
-                     {err_eof_ ? -1 : err_fd_, POLLIN, 0}};
-    const int n = poll(fds, 2, static_cast<int>(timeout_ms));
-    if (n < 0) return errno == EINTR;
-    if (n == 0) return false;
-    char buf[4096];
-    struct Stream {
-      pollfd& p;
-      std::string& text;
-      bool& eof;
-    };
-    for (Stream s :
-         {Stream{fds[0], out_, out_eof_}, Stream{fds[1], err_, err_eof_}}) {
-      if (s.p.fd < 0 || s.p.revents == 0) continue;
-      const ssize_t got = read(s.p.fd, buf, sizeof(buf));
-      if (got > 0) {
-        s.text.append(buf, static_cast<size_t>(got));
-      } else if (got == 0 || errno != EINTR) {
-        s.eof = true;
-      }
-    }
-    return true;
-  }
-
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  int out_fd_ = -1;
-  int err_fd_ = -1;
-  bool out_eof_ = false;
-  bool err_eof_ = false;
-  std::string out_, err_;
-  size_t line_start_ = 0;
-};
-
-// Parses "echo_server: listening on 0.0.0.0:PORT (io: BACKEND)". Returns
-// the port, -1 if `line` is not that line; `backend` gets BACKEND.
-int ParseListeningLine(const std::string& line, std::string* backend) {
-  const std::string prefix = "echo_server: listening on 0.0.0.0:";
-  if (line.rfind(prefix, 0) != 0) return -1;
-  size_t end = 0;
-  const int port = std::stoi(line.substr(prefix.size()), &end);
-  const std::string rest = line.substr(prefix.size() + end);
-  if (rest.rfind(" (io: ", 0) != 0 || rest.back() != ')') return -1;
-  *backend = rest.substr(6, rest.size() - 7);
-  return port;
-}
-
-// A connected TCP socket to 127.0.0.1:`port`, or -1.
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) !=
-      0) {
-    close(fd);
-    return -1;
-  }
-  const int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  return fd;
-}
 
 // Sends `message` on `fd` and reads the echo back at the same time (so a
 // message larger than the socket buffers cannot deadlock). Returns "" if
@@ -333,7 +120,7 @@ class EchoServerBackend : public testing::TestWithParam<std::string> {
   void Start(std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {"--port=0", "--io=" + GetParam()};
     args.insert(args.end(), extra.begin(), extra.end());
-    server_ = std::make_unique<ServerProcess>(args);
+    server_ = std::make_unique<ServerProcess>(g_server, args);
     ASSERT_GT(server_->pid(), 0) << "cannot spawn " << g_server;
     const std::string line = server_->ReadLine();
     if (line.empty()) {
@@ -486,9 +273,9 @@ TEST(EchoServerFlags, BadFlagsExit2WithAMessage) {
       {{"--port=abc"}, "--port='abc' is not a port; accepted: 0 to 65535"},
       {{"--port=65536"}, "--port='65536'"},
       {{"--port=-1"}, "--port='-1'"},
-      {{"--protocol=sockperf"},
-       "--protocol='sockperf' is not a known protocol; accepted: echo"},
-      {{"--protocol="}, "accepted: echo"},
+      {{"--protocol=http"},
+       "--protocol='http' is not a known protocol; accepted: echo, sockperf"},
+      {{"--protocol="}, "accepted: echo, sockperf"},
       {{"--workers=0"}, "--workers='0' is out of range; accepted: 1 to"},
       {{"--workers=many"}, "--workers='many'"},
       {{"--io=io_uring"}, "'io_uring'; accepted: auto|uring|epoll"},
@@ -498,7 +285,7 @@ TEST(EchoServerFlags, BadFlagsExit2WithAMessage) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args[0]);
-    ServerProcess server(c.args);
+    ServerProcess server(g_server, c.args);
     ASSERT_GT(server.pid(), 0);
     const Exit e = server.Wait();
     EXPECT_TRUE(e.exited && e.code == 2) << "the server " << e.Describe();
@@ -509,7 +296,7 @@ TEST(EchoServerFlags, BadFlagsExit2WithAMessage) {
 }
 
 TEST(EchoServerFlags, HelpPrintsTheUsageAndExits0) {
-  ServerProcess server({"--help"});
+  ServerProcess server(g_server, {"--help"});
   ASSERT_GT(server.pid(), 0);
   const Exit e = server.Wait();
   EXPECT_TRUE(e.exited && e.code == 0) << "the server " << e.Describe();
