@@ -49,10 +49,13 @@ constexpr int kBatch = 1000;
 constexpr int kBusyBatch = 256;
 // How long the worker is left alone before a timed submit to an idle pool:
 // enough for it to reach its idle state (a FUTEX_WAIT takes a few
-// microseconds to enter), short enough for many samples.
-constexpr int64_t kSettleNs = 50000;
+// microseconds to enter), short enough for many samples, and clear of
+// haltpoll's 50 us grow_start: an idle period of just over 50 us would
+// leave its window one step short of every wake (measured: half the runs
+// polled, half slept).
+constexpr int64_t kSettleNs = 30000;
 // Timed submits per BM_SubmitToIdle row: a fixed count, since each costs
-// kSettleNs of untimed settling (about 0.06 s a row).
+// kSettleNs of untimed settling (about 0.04 s a row).
 constexpr int kIdleSubmits = 1000;
 
 // A pool of `workers` (0: one per CPU) idling under `governor`, with the
