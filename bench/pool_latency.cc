@@ -8,9 +8,10 @@
 // mode of bench/tradeoff, which runs more gaps and more contenders); pool
 // CPU is the process's CPU time minus the submitting thread's.
 //
-// Usage: pool_latency [--workers=N] [--scale=F] [--csv=PATH]
+// Usage: pool_latency [--workers=N] [--scale=F] [--csv=PATH] [--without_tbb]
 //   F scales sample counts; PATH gets the table as CSV too (for
-//   tools/plot-pool-latency).
+//   tools/plot-pool-latency); --without_tbb leaves oneTBB out (its
+//   synchronization is invisible to ThreadSanitizer).
 
 #include <errno.h>
 #include <stdio.h>
@@ -67,10 +68,13 @@ int main(int argc, char** argv) {
   int workers = 2;
   double scale = 1.0;
   std::string csv_path;
+  bool with_tbb = true;
   for (int i = 1; i < argc; ++i) {
     absl::string_view a = argv[i];
     bool ok = false;
-    if (absl::ConsumePrefix(&a, "--workers="))
+    if (a == "--without_tbb")
+      ok = !(with_tbb = false);
+    else if (absl::ConsumePrefix(&a, "--workers="))
       ok = absl::SimpleAtoi(a, &workers) && workers > 0;
     else if (absl::ConsumePrefix(&a, "--scale="))
       ok = absl::SimpleAtod(a, &scale) && scale > 0;
@@ -79,7 +83,7 @@ int main(int argc, char** argv) {
     if (!ok) {
       fprintf(stderr,
               "pool_latency: bad option '%s'\nusage: pool_latency "
-              "[--workers=N] [--scale=F] [--csv=PATH]\n",
+              "[--workers=N] [--scale=F] [--csv=PATH] [--without_tbb]\n",
               argv[i]);
       return 2;
     }
@@ -112,12 +116,14 @@ int main(int argc, char** argv) {
       contenders.push_back({absl::StrCat("haltpool ", g), haltpool_with(g)});
     }
   }
-  contenders.push_back(
-      {"oneTBB task_arena::enqueue", [&](auto body) {
-         tbb::task_arena arena(workers);
-         arena.initialize();
-         body([&arena](Probe f) { arena.enqueue(std::move(f)); });
-       }});
+  if (with_tbb) {
+    contenders.push_back(
+        {"oneTBB task_arena::enqueue", [&](auto body) {
+           tbb::task_arena arena(workers);
+           arena.initialize();
+           body([&arena](Probe f) { arena.enqueue(std::move(f)); });
+         }});
+  }
   contenders.push_back({"mutex + condvar pool", [&](auto body) {
                           CondvarPool pool(workers);
                           body([&pool](Probe f) { pool.Submit(f); });
@@ -165,17 +171,21 @@ int main(int argc, char** argv) {
   }
   // The targets: default vs oneTBB and condvar (the last two contenders).
   const std::vector<Result>& mine = all[0];
-  const std::vector<Result>& tbb = all[all.size() - 2];
+  const std::vector<Result>* tbb = with_tbb ? &all[all.size() - 2] : nullptr;
   const std::vector<Result>& cv = all[all.size() - 1];
   printf(
       "\n| gap | default/oneTBB mean | default/condvar mean | default - "
       "condvar CPU %% |\n");
   printf("| ---: | ---: | ---: | ---: |\n");
   for (size_t i = 0; i < mine.size(); ++i) {
-    printf("| %s | %.3f | %.3f | %+.1f |\n",
+    printf("| %s | %s | %.3f | %+.1f |\n",
            kGaps[i].ns == 0 ? "0"
                             : absl::StrCat(kGaps[i].ns / 1000, " us").c_str(),
-           mine[i].mean_us / tbb[i].mean_us, mine[i].mean_us / cv[i].mean_us,
+           tbb == nullptr
+               ? "-"
+               : absl::StrFormat("%.3f", mine[i].mean_us / (*tbb)[i].mean_us)
+                     .c_str(),
+           mine[i].mean_us / cv[i].mean_us,
            100 * (mine[i].idle_cpu - cv[i].idle_cpu));
   }
   if (csv != nullptr && fclose(csv) != 0) {
