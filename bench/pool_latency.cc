@@ -31,6 +31,7 @@
 #include "bench/wake_harness.h"
 #include "runtime/config.h"
 #include "runtime/thread_pool.h"
+#include "tbb/global_control.h"
 #include "tbb/task_arena.h"
 
 namespace haltpool::bench {
@@ -97,15 +98,26 @@ int main(int argc, char** argv) {
       o.workers = workers;
       if (!governor.empty()) o.idle.governor = governor;
       // The environment was applied once, above; each contender sets its own
-      // governor on top of it.
-      auto pool = ThreadPool::Create(o, MapEnvironment());
+      // governor on top of it, as a variable too: the pool resolves its
+      // options against the profile anew and takes a governor or poll cap
+      // equal to PoolOptions{}'s as unset.
+      auto pool = ThreadPool::Create(
+          o, MapEnvironment({{"HALTPOOL_GOVERNOR", o.idle.governor},
+                             {"HALTPOOL_POLL_NS",
+                              absl::StrCat(o.idle.haltpoll.poll_ns)}}));
       if (!pool.ok()) {
         fprintf(stderr, "haltpool: %s\n",
                 std::string(pool.status().message()).c_str());
         exit(2);
       }
       ThreadPool* p = pool->get();
-      body([p](Probe f) { (void)p->Submit(f); });
+      body([p](Probe f) {
+        if (absl::Status s = p->Submit(f); !s.ok()) {
+          fprintf(stderr, "pool_latency: Submit: %s\n",
+                  std::string(s.message()).c_str());
+          exit(1);
+        }
+      });
     };
   };
   contenders.push_back(
@@ -119,7 +131,12 @@ int main(int argc, char** argv) {
   if (with_tbb) {
     contenders.push_back(
         {"oneTBB task_arena::enqueue", [&](auto body) {
-           tbb::task_arena arena(workers);
+           // `workers` worker threads: the arena keeps a slot for a master
+           // (the submitter never joins), and oneTBB allows only as many
+           // threads as CPUs unless told otherwise.
+           tbb::global_control threads(
+               tbb::global_control::max_allowed_parallelism, workers + 1);
+           tbb::task_arena arena(workers + 1);
            arena.initialize();
            body([&arena](Probe f) { arena.enqueue(std::move(f)); });
          }});

@@ -48,6 +48,7 @@
 #include "runtime/config.h"
 #include "runtime/environment.h"
 #include "runtime/thread_pool.h"
+#include "tbb/global_control.h"
 #include "tbb/task_arena.h"
 
 namespace haltpool::bench {
@@ -86,31 +87,25 @@ struct PoolContender : Contender {
 struct GovernorVariant {
   std::string name;
   idle::IdleOptions options;
-  // Set where the variant raised the poll cap: a pool would otherwise take
-  // the profile's cap again for a cap equal to the kernel's default.
-  std::map<std::string, std::string> pool_environment;
 };
 
 std::vector<GovernorVariant> GovernorVariants(const idle::IdleOptions& base) {
   std::vector<GovernorVariant> out;
-  out.push_back(
-      {absl::StrCat("haltpool default (", base.governor, ")"), base, {}});
+  out.push_back({absl::StrCat("haltpool default (", base.governor, ")"), base});
   auto add = [&](std::string name, std::string governor, int64_t fixed_ns) {
     idle::IdleOptions o = base;
     o.governor = governor;
     o.fixed_poll_ns = fixed_ns;
     // A fixed window is held to the poll cap; this variant is the window.
-    std::map<std::string, std::string> environment;
     if (governor == "fixed" && fixed_ns > o.haltpoll.poll_ns) {
       o.haltpoll.poll_ns = fixed_ns;
-      environment["HALTPOOL_POLL_NS"] = absl::StrCat(fixed_ns);
     }
     // The default already runs these options.
     if (o.governor == base.governor &&
         (governor != "fixed" || fixed_ns == base.fixed_poll_ns)) {
       return;
     }
-    out.push_back({std::move(name), o, std::move(environment)});
+    out.push_back({std::move(name), o});
   };
   add("haltpool haltpoll", "haltpoll", base.fixed_poll_ns);
   add("haltpool predictive", "predictive", base.fixed_poll_ns);
@@ -152,6 +147,34 @@ std::vector<PairContender> PairContenders(const idle::IdleOptions& idle) {
   return out;
 }
 
+// A haltpool pool of `workers` under `options`. The process environment
+// was applied once, in main; the options are passed again as variables
+// too, because a pool resolves its options against the profile anew and
+// takes a governor or poll cap equal to PoolOptions{}'s as unset.
+PoolRunner HaltpoolRunner(PoolOptions o, int workers) {
+  o.workers = workers;
+  const std::map<std::string, std::string> env = {
+      {"HALTPOOL_GOVERNOR", o.idle.governor},
+      {"HALTPOOL_POLL_NS", absl::StrCat(o.idle.haltpoll.poll_ns)},
+  };
+  return [o, env](const std::function<void(const SubmitFn&)>& body) {
+    auto pool = ThreadPool::Create(o, MapEnvironment(env));
+    if (!pool.ok()) {
+      fprintf(stderr, "tradeoff: %s\n",
+              std::string(pool.status().message()).c_str());
+      exit(1);
+    }
+    ThreadPool* p = pool->get();
+    body([p](Probe f) {
+      if (absl::Status s = p->Submit(f); !s.ok()) {
+        fprintf(stderr, "tradeoff: Submit: %s\n",
+                std::string(s.message()).c_str());
+        exit(1);
+      }
+    });
+  };
+}
+
 std::vector<PoolContender> PoolContenders(const PoolOptions& base,
                                           int workers) {
   std::vector<PoolContender> out;
@@ -163,23 +186,20 @@ std::vector<PoolContender> PoolContenders(const PoolOptions& base,
     c.is_default = first;
     first = false;
     PoolOptions o = base;
-    o.workers = workers;
     o.idle = v.options;
-    c.with_pool = [o, env = v.pool_environment](
-                      const std::function<void(const SubmitFn&)>& body) {
-      // The environment was applied once, in main; each contender sets its
-      // own governor on top of it.
-      auto pool = ThreadPool::Create(o, MapEnvironment(env));
-      if (!pool.ok()) {
-        fprintf(stderr, "tradeoff: %s\n",
-                std::string(pool.status().message()).c_str());
-        exit(1);
-      }
-      ThreadPool* p = pool->get();
-      body([p](Probe f) { (void)p->Submit(f); });
-    };
+    c.with_pool = HaltpoolRunner(o, workers);
     out.push_back(std::move(c));
   }
+  // The default without the back-off under contention: on a 2-CPU machine
+  // the submitter spinning out a short gap makes three runnable threads,
+  // which the back-off answers by polling less.
+  PoolContender no_backoff;
+  no_backoff.name = "haltpool default, back-off off";
+  no_backoff.haltpool = true;
+  PoolOptions o = base;
+  o.backoff = false;
+  no_backoff.with_pool = HaltpoolRunner(o, workers);
+  out.push_back(std::move(no_backoff));
   PoolContender cv;
   cv.name = "std::condition_variable pool";
   cv.with_pool = [workers](const std::function<void(const SubmitFn&)>& body) {
@@ -190,7 +210,12 @@ std::vector<PoolContender> PoolContenders(const PoolOptions& base,
   PoolContender tbb;
   tbb.name = "oneTBB task_arena";
   tbb.with_pool = [workers](const std::function<void(const SubmitFn&)>& body) {
-    tbb::task_arena arena(workers);
+    // `workers` worker threads: the arena keeps a slot for a master thread
+    // (the submitter never joins), and oneTBB allows as many threads in all
+    // as the machine has CPUs unless told otherwise.
+    tbb::global_control threads(tbb::global_control::max_allowed_parallelism,
+                                workers + 1);
+    tbb::task_arena arena(workers + 1);
     arena.initialize();
     body([&arena](Probe f) { arena.enqueue(f); });
   };
@@ -222,15 +247,21 @@ std::string SelfDir() {
   return s.substr(0, s.rfind('/'));
 }
 
-// Runs an OpenMP child and returns its curves.
-absl::StatusOr<std::vector<Curve>> RunOmp(const OmpContender& c,
-                                          const Sizing& sizing, int workers,
-                                          const std::string& modes) {
+// NotFound naming the OpenMP child binary if it cannot be run.
+absl::Status CheckOmpBinary(const OmpContender& c) {
   const std::string binary = absl::StrCat(SelfDir(), "/", c.binary);
   if (access(binary.c_str(), X_OK) != 0) {
     return absl::NotFoundError(absl::StrCat(binary, ": ", strerror(errno),
                                             " (build //bench:", c.binary, ")"));
   }
+  return absl::OkStatus();
+}
+
+// Runs an OpenMP child and returns its curves.
+absl::StatusOr<std::vector<Curve>> RunOmp(const OmpContender& c,
+                                          const Sizing& sizing, int workers,
+                                          const std::string& modes) {
+  const std::string binary = absl::StrCat(SelfDir(), "/", c.binary);
   const std::string command = absl::StrCat(
       c.passive ? "OMP_WAIT_POLICY=passive" : "env -u OMP_WAIT_POLICY", " '",
       binary, "' '--label=", c.name, "' --point_ms=", sizing.point_ms,
@@ -361,6 +392,15 @@ int main(int argc, char** argv) {
   if (!flags->strings.at("only").value.empty()) {
     only = absl::StrSplit(flags->strings.at("only").value, ',');
   }
+  // Before anything is measured: the OpenMP children must be there.
+  for (const OmpContender& c : kOmpContenders) {
+    if (!Selected(c.name, only)) continue;
+    if (absl::Status s = CheckOmpBinary(c); !s.ok()) {
+      fprintf(stderr, "tradeoff: %s: %s\n", c.name.c_str(),
+              std::string(s.message()).c_str());
+      return 1;
+    }
+  }
   // The default governor comes from the environment, as for any user.
   const Config config = ConfigFromEnvironmentOrExit();
 
@@ -382,6 +422,9 @@ int main(int argc, char** argv) {
   const std::string omp_modes = pair && pool ? "pair,pool"
                                 : pair       ? "pair"
                                              : "pool";
+  // A child that fails is reported and the run goes on: the other
+  // contenders' results are still written, and the exit status is 1.
+  bool child_failed = false;
   for (const OmpContender& c : kOmpContenders) {
     if (!Selected(c.name, only)) continue;
     Progress(omp_modes, c.name);
@@ -390,7 +433,8 @@ int main(int argc, char** argv) {
     if (!curves.ok()) {
       fprintf(stderr, "tradeoff: %s: %s\n", c.name.c_str(),
               std::string(curves.status().message()).c_str());
-      return 1;
+      child_failed = true;
+      continue;
     }
     for (Curve& curve : *curves) {
       (curve.mode == "pair" ? pair_curves : pool_curves)
@@ -418,5 +462,5 @@ int main(int argc, char** argv) {
   const std::string& md_path = flags->strings.at("markdown").value;
   if (!csv_path.empty() && !WriteFile(csv_path, CurvesCsv(curves))) return 1;
   if (!md_path.empty() && !WriteFile(md_path, markdown)) return 1;
-  return 0;
+  return child_failed ? 1 : 0;
 }

@@ -63,7 +63,9 @@ class AtomicWaitChannel final : public WakeChannel {
     }
   }
   void Signal() override {
-    flag_.store(1, std::memory_order_release);
+    // An exchange, not a store: a full barrier before notify_one() looks
+    // for waiters, as std::binary_semaphore's release() has.
+    flag_.exchange(1, std::memory_order_release);
     flag_.notify_one();
   }
 

@@ -7,6 +7,7 @@
 
 #include "arch/cpu_wait.h"
 #include "arch/cycle_clock.h"
+#include "arch/timer_slack.h"
 
 namespace haltpool::bench {
 namespace {
@@ -24,12 +25,17 @@ int64_t CpuNs(clockid_t clock) {
 void WaitUntil(int64_t t) {
   const int64_t left = t - arch::MonotonicNowNs();
   if (left > kSpinGapNs) {
-    timespec ts{static_cast<time_t>(t / 1000000000),
-                static_cast<long>(t % 1000000000)};
+    const int64_t wake = t - kSleepMarginNs;
+    timespec ts{static_cast<time_t>(wake / 1000000000),
+                static_cast<long>(wake % 1000000000)};
     clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
   }
   while (arch::MonotonicNowNs() < t) arch::CpuRelax();
 }
+
+// Timed sleeps of the waiting-out threads end as close to time as the
+// kernel allows (the default slack is 50 us). Failure only costs accuracy.
+void TightenTimerSlack() { (void)arch::SetThreadTimerSlackNs(1); }
 
 // Waits until `counter` reaches `target`: spins kDoneSpinNs, then sleeps.
 void AwaitCount(std::atomic<uint32_t>& counter, uint32_t target) {
@@ -73,21 +79,22 @@ WakePoint Summarize(int64_t gap_ns, std::vector<int64_t>& latencies_ns,
   p.p50_us = static_cast<double>(latencies_ns[n / 2]) / 1e3;
   p.p99_us =
       static_cast<double>(latencies_ns[std::min(n - 1, n * 99 / 100)]) / 1e3;
-  p.cpu = wall_ns > 0
-              ? static_cast<double>(cpu_ns) / static_cast<double>(wall_ns)
-              : 0;
+  p.cpu = wall_ns > 0 ? static_cast<double>(std::max<int64_t>(cpu_ns, 0)) /
+                            static_cast<double>(wall_ns)
+                      : 0;
   return p;
 }
 
 PairRun::PairRun(int64_t gap_ns, int samples)
     : gap_ns_(gap_ns),
       samples_(samples),
-      signal_ns_(static_cast<size_t>(samples)),
-      wake_ns_(static_cast<size_t>(samples)) {}
+      signal_ns_(static_cast<size_t>(samples + kWarmupWakes)),
+      wake_ns_(static_cast<size_t>(samples + kWarmupWakes)) {}
 
 void PairRun::WakerSide(WakeChannel& channel) {
+  TightenTimerSlack();
   int64_t next = arch::MonotonicNowNs();
-  for (int i = 0; i < samples_; ++i) {
+  for (int i = 0; i < samples_ + kWarmupWakes; ++i) {
     WaitUntil(next);
     signal_ns_[i] = arch::MonotonicNowNs();
     channel.Signal();
@@ -97,9 +104,13 @@ void PairRun::WakerSide(WakeChannel& channel) {
 }
 
 void PairRun::WaiterSide(WakeChannel& channel) {
-  const int64_t cpu0 = CpuNs(CLOCK_THREAD_CPUTIME_ID);
-  const int64_t wall0 = arch::MonotonicNowNs();
-  for (int i = 0; i < samples_; ++i) {
+  int64_t cpu0 = 0;
+  int64_t wall0 = 0;
+  for (int i = 0; i < samples_ + kWarmupWakes; ++i) {
+    if (i == kWarmupWakes) {
+      cpu0 = CpuNs(CLOCK_THREAD_CPUTIME_ID);
+      wall0 = arch::MonotonicNowNs();
+    }
     channel.Wait();
     wake_ns_[i] = arch::MonotonicNowNs();
     Report(reported_);
@@ -110,7 +121,9 @@ void PairRun::WaiterSide(WakeChannel& channel) {
 
 WakePoint PairRun::Result() {
   std::vector<int64_t> latencies(static_cast<size_t>(samples_));
-  for (int i = 0; i < samples_; ++i) latencies[i] = wake_ns_[i] - signal_ns_[i];
+  for (int i = 0; i < samples_; ++i) {
+    latencies[i] = wake_ns_[i + kWarmupWakes] - signal_ns_[i + kWarmupWakes];
+  }
   return Summarize(gap_ns_, latencies, waiter_cpu_ns_, waiter_wall_ns_);
 }
 
@@ -129,24 +142,33 @@ void Probe::operator()() const noexcept {
 }
 
 WakePoint MeasurePool(const SubmitFn& submit, int64_t gap_ns, int samples) {
-  std::vector<int64_t> latencies(static_cast<size_t>(samples));
-  std::atomic<uint32_t> done{0};
-  const int64_t cpu0 = CpuNs(CLOCK_PROCESS_CPUTIME_ID);
-  const int64_t self0 = CpuNs(CLOCK_THREAD_CPUTIME_ID);
-  const int64_t wall0 = arch::MonotonicNowNs();
-  int64_t next = wall0;
-  for (int i = 0; i < samples; ++i) {
+  TightenTimerSlack();
+  std::vector<int64_t> latencies(static_cast<size_t>(samples + kWarmupWakes));
+  // Outlives the call: the last probe may still be in notify_one() on it
+  // when the count it wrote lets this function return.
+  static thread_local std::atomic<uint32_t> done;
+  done.store(0, std::memory_order_relaxed);
+  int64_t cpu0 = 0, self0 = 0, wall0 = 0;
+  int64_t next = arch::MonotonicNowNs();
+  for (int i = 0; i < samples + kWarmupWakes; ++i) {
+    if (i == kWarmupWakes) {
+      cpu0 = CpuNs(CLOCK_PROCESS_CPUTIME_ID);
+      self0 = CpuNs(CLOCK_THREAD_CPUTIME_ID);
+      wall0 = arch::MonotonicNowNs();
+    }
     WaitUntil(next);
-    latencies[i] = arch::MonotonicNowNs();
+    const int64_t t0 = arch::MonotonicNowNs();
+    latencies[i] = t0;
     submit(Probe{&latencies[i], &done});
     // One at a time: the next submission waits for this task to have run,
-    // and the gap counts from then.
+    // and the gap counts from when it ran.
     AwaitCount(done, static_cast<uint32_t>(i + 1));
-    next = arch::MonotonicNowNs() + gap_ns;
+    next = t0 + latencies[i] + gap_ns;
   }
   const int64_t wall = arch::MonotonicNowNs() - wall0;
   const int64_t pool_cpu = (CpuNs(CLOCK_PROCESS_CPUTIME_ID) - cpu0) -
                            (CpuNs(CLOCK_THREAD_CPUTIME_ID) - self0);
+  latencies.erase(latencies.begin(), latencies.begin() + kWarmupWakes);
   return Summarize(gap_ns, latencies, pool_cpu, wall);
 }
 

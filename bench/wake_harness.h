@@ -11,11 +11,15 @@
 //   how long it waited. The CPU is the process's CPU time less the
 //   submitting thread's: what the idle pool burns.
 //
-// Gaps up to kSpinGapNs are waited out spinning, longer ones asleep. After
-// each wake the waker (or submitter) waits for the wake to be reported: it
-// spins kDoneSpinNs, then sleeps, so that on a 2-CPU machine it does not hold
-// the CPU the woken side needs. Nothing here depends on a contender: the
-// harness is the same for all of them, OpenMP's included.
+// The gap counts from the moment the previous wake was seen (pair) or the
+// previous task ran (pool). Gaps up to kSpinGapNs are waited out spinning;
+// longer ones asleep until kSleepMarginNs before the end (with 1 ns of timer
+// slack), then spinning. After each wake the waker (or submitter) waits for
+// it to be reported: it spins kDoneSpinNs, then sleeps, so that on a 2-CPU
+// machine it does not hold the CPU the woken side needs. The first
+// kWarmupWakes of every point are not counted (the first comes right after
+// the threads start, or after the previous gap). Nothing here depends on a
+// contender: the harness is the same for all of them, OpenMP's included.
 
 #ifndef HALTPOOL_BENCH_WAKE_HARNESS_H_
 #define HALTPOOL_BENCH_WAKE_HARNESS_H_
@@ -32,12 +36,17 @@ inline constexpr int64_t kSweepGapsNs[] = {0,       1000,    5000,    20000,
                                            50000,   100000,  200000,  500000,
                                            1000000, 5000000, 10000000};
 
-// Gaps up to this are waited out spinning; longer ones asleep. A sleep
-// here ends tens of microseconds late (a wake costs an IPI and a VM exit).
+// Gaps up to this are waited out spinning; longer ones asleep.
 inline constexpr int64_t kSpinGapNs = 100000;
+// How early a sleeping waker wakes up, to spin the rest of the gap: a timed
+// sleep on this project's 2-vCPU KVM guest ends 30-100 us late.
+inline constexpr int64_t kSleepMarginNs = 100000;
 // How long the waker spins for the wake to be reported before it sleeps:
-// longer than a polled wake (about 1 us here), shorter than a blocked one.
+// longer than a polled wake (about 1 us on that guest), shorter than a
+// blocked one (20-40 us there).
 inline constexpr int64_t kDoneSpinNs = 20000;
+// Wakes at the start of each point that are not counted.
+inline constexpr int kWarmupWakes = 3;
 
 // One gap's result.
 struct WakePoint {
@@ -45,6 +54,9 @@ struct WakePoint {
   int samples = 0;
   double mean_us = 0, p50_us = 0, p99_us = 0;
   double cpu = 0;  // The waiting side's CPU, as a fraction of one CPU.
+  // CLOCK_PROCESS_CPUTIME_ID brings a thread running on another CPU up to
+  // date only at its next tick, so a pool's CPU is within a tick (4 ms)
+  // per busy thread at each end of the point: a few % of a 250 ms point.
 };
 
 // How many wakes to measure at `gap_ns` so that the point takes about
@@ -52,7 +64,8 @@ struct WakePoint {
 int SamplesFor(int64_t gap_ns, int64_t point_ms, int min_samples,
                int max_samples);
 
-// Summarizes latencies (ns, reordered in place) into a point.
+// Summarizes latencies (ns, reordered in place) into a point; CPU time
+// below 0 (two clocks read apart) counts as 0.
 WakePoint Summarize(int64_t gap_ns, std::vector<int64_t>& latencies_ns,
                     int64_t cpu_ns, int64_t wall_ns);
 
@@ -77,16 +90,21 @@ class PairRun {
   PairRun(const PairRun&) = delete;
   PairRun& operator=(const PairRun&) = delete;
 
+  // The waker's loop: waits out the gap after each reported wake, stamps
+  // the time, signals, waits for the report. Sets the thread's timer slack
+  // to 1 ns.
   void WakerSide(WakeChannel& channel);
+  // The waiter's loop: waits, stamps the time, reports it (release). Its
+  // own CPU time over the loop is the point's CPU.
   void WaiterSide(WakeChannel& channel);
   // After both sides returned.
   WakePoint Result();
 
  private:
   const int64_t gap_ns_;
-  const int samples_;
-  std::vector<int64_t> signal_ns_;     // Written by the waker.
-  std::vector<int64_t> wake_ns_;       // Written by the waiter.
+  const int samples_;               // Counted wakes; kWarmupWakes more are run.
+  std::vector<int64_t> signal_ns_;  // Written by the waker.
+  std::vector<int64_t> wake_ns_;    // Written by the waiter.
   std::atomic<uint32_t> reported_{0};  // Wakes the waiter reported.
   int64_t waiter_cpu_ns_ = 0;
   int64_t waiter_wall_ns_ = 0;
@@ -101,6 +119,8 @@ WakePoint MeasurePair(WakeChannel& channel, int64_t gap_ns, int samples);
 struct Probe {
   int64_t* slot;
   std::atomic<uint32_t>* done;
+  // Replaces *slot (the submit time) by the time since, then counts the run
+  // in *done (release) and wakes a waiter on it.
   void operator()() const noexcept;
 };
 
@@ -108,7 +128,8 @@ struct Probe {
 // returns (a fork-join region does).
 using SubmitFn = std::function<void(Probe)>;
 
-// One gap of a pool run, on the calling thread.
+// One gap of a pool run, on the calling thread (whose timer slack it sets
+// to 1 ns).
 WakePoint MeasurePool(const SubmitFn& submit, int64_t gap_ns, int samples);
 
 }  // namespace haltpool::bench

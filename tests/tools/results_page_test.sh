@@ -32,6 +32,8 @@ MD
 printf 'default / block throughput: 0.972\n' >"$dir/messaging.md"
 printf 'Target: ... single client: TCP avg 0.38x, p99 0.35x; met.\n' >"$dir/sockperf.md"
 printf 'pair: the default does not meet the target. Target not met.\n' >"$dir/tradeoff.md"
+for s in tradeoff pipe messaging cyclic; do echo 'a,b' >"$dir/$s.csv"; done
+: >"$dir/sockperf.csv"  # Empty: no link to it.
 
 out=$(cd "$root" && "$page" docs/results 123)
 rc=$?
@@ -47,9 +49,11 @@ grep -q '2.0 us/op with haltpoll against 24.0 with block, 92 % lower (better); o
   fail "pipe row"
 grep -q '^pair: the default does not meet the target. Target not met.$' <<<"$out" || fail "tradeoff verdict"
 grep -q '^no pool verdict$' <<<"$out" || fail "a missing verdict is not said"
-for s in tradeoff pipe messaging cyclic sockperf; do
-  grep -q "^CSV: \[\`results/$s.csv\`\](results/$s.csv)$" <<<"$out" || fail "no section for $s"
+for s in tradeoff pipe messaging cyclic; do
+  grep -q "^CSV: \[\`results/$s.csv\`\](results/$s.csv)$" <<<"$out" || fail "no CSV link for $s"
 done
+grep -q '^## sockperf ping-pong$' <<<"$out" || fail "no sockperf section"
+grep -q 'results/sockperf.csv' <<<"$out" && fail "a link to an empty CSV"
 grep -q '^## Microbenchmarks' <<<"$out" && fail "a section for a file that is not there"
 
 err=$("$page" "$root/nowhere" 1 2>&1 >/dev/null)
