@@ -16,11 +16,10 @@ echo "$out"
 [[ $rc -eq 0 ]] || fail "exited $rc"
 cells='( [0-9.]+ \([0-9.]+ / [0-9.]+\) \|){11}'
 for mode in pair pool; do
-  rows=$(sed -n "/^#### $mode: mean wake latency/,/^#### $mode: CPU/p" <<<"$out" |
-    grep -cE "^\| [^|]+ \|$cells\$")
+  table=$(sed -n "/^#### $mode: mean wake latency/,/^#### $mode: CPU/p" <<<"$out")
+  rows=$(grep -cE "^\| [^|]+ \|$cells\$" <<<"$table")
   [[ $rows -ge 7 ]] || fail "$mode: $rows latency rows"
-  sed -n "/^#### $mode: mean wake latency/,/^#### $mode: CPU/p" <<<"$out" |
-    grep -q "^| haltpool default (.*) |" || fail "$mode: no default row"
+  grep -q "^| haltpool default (.*) |" <<<"$table" || fail "$mode: no default row"
   grep -Eq "^$mode: the default (meets|does not meet) the target .* Target (met|not met)\.\$" \
     <<<"$out" || fail "$mode: no verdict"
 done
