@@ -1,5 +1,10 @@
 #include "bench/bench_flags.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <utility>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -84,6 +89,22 @@ std::string BenchUsage(const char* name, const BenchFlags& defaults) {
   absl::StrAppend(&out, "  --governors=a,b  governors to run (default all: ",
                   idle::GovernorNames(), ")\n");
   return out;
+}
+
+BenchFlags ParseBenchFlagsOrExit(const char* name, const BenchFlags& defaults,
+                                 int argc, const char* const* argv) {
+  absl::StatusOr<BenchFlags> flags = ParseBenchFlags(defaults, argc, argv);
+  if (!flags.ok()) {
+    fprintf(stderr, "%s: %s\n%s", name,
+            std::string(flags.status().message()).c_str(),
+            BenchUsage(name, defaults).c_str());
+    exit(2);
+  }
+  if (flags->help) {
+    fputs(BenchUsage(name, defaults).c_str(), stdout);
+    exit(0);
+  }
+  return *std::move(flags);
 }
 
 }  // namespace haltpool::bench

@@ -47,6 +47,12 @@ absl::StatusOr<BenchFlags> ParseBenchFlags(BenchFlags defaults, int argc,
 // "usage: NAME [--flag=N]...", each flag with its default, range and help.
 std::string BenchUsage(const char* name, const BenchFlags& defaults);
 
+// ParseBenchFlags for a benchmark's main(): on a bad flag prints
+// "NAME: <error>" and the usage to stderr and exits 2; with --help prints
+// the usage to stdout and exits 0.
+BenchFlags ParseBenchFlagsOrExit(const char* name, const BenchFlags& defaults,
+                                 int argc, const char* const* argv);
+
 }  // namespace haltpool::bench
 
 #endif  // HALTPOOL_BENCH_BENCH_FLAGS_H_

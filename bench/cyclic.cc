@@ -128,36 +128,26 @@ int Main(int argc, char** argv) {
       {"histogram",
        {0, 0, 100000, "also print N 1-us buckets (cyclictest -h N); 0: none"}},
   };
-  absl::StatusOr<BenchFlags> flags =
-      ParseBenchFlags(defaults, argc - 1, argv + 1);
-  if (!flags.ok()) {
-    fprintf(stderr, "cyclic: %s\n%s",
-            std::string(flags.status().message()).c_str(),
-            BenchUsage("cyclic", defaults).c_str());
-    return 2;
-  }
-  if (flags->help) {
-    fputs(BenchUsage("cyclic", defaults).c_str(), stdout);
-    return 0;
-  }
-  const int64_t interval_ns = flags->ints.at("interval_us").value * 1000;
-  const int loops = static_cast<int>(flags->ints.at("loops").value);
-  const int cap_us = static_cast<int>(flags->ints.at("histogram").value);
+  const BenchFlags flags =
+      ParseBenchFlagsOrExit("cyclic", defaults, argc - 1, argv + 1);
+  const int64_t interval_ns = flags.ints.at("interval_us").value * 1000;
+  const int loops = static_cast<int>(flags.ints.at("loops").value);
+  const int cap_us = static_cast<int>(flags.ints.at("histogram").value);
   const Config config = ConfigFromEnvironmentOrExit();
 
   std::vector<std::string> names = {"default"};
-  for (const std::string& g : flags->governors) names.push_back(g);
+  for (const std::string& g : flags.governors) names.push_back(g);
   printf(
       "# cyclic: %lld us interval, %d loops after %d warm-up, %lld workers\n\n",
       static_cast<long long>(interval_ns / 1000), loops, kWarmupLoops,
-      static_cast<long long>(flags->ints.at("workers").value));
+      static_cast<long long>(flags.ints.at("workers").value));
   printf("| governor | min us | avg us | p99 us | max us | CPU %% |\n");
   printf("| --- | ---: | ---: | ---: | ---: | ---: |\n");
   int status = 0;
   std::vector<std::pair<std::string, LatencyHistogram>> histograms;
   for (const std::string& name : names) {
     PoolOptions o = config.pool;
-    o.workers = static_cast<int>(flags->ints.at("workers").value);
+    o.workers = static_cast<int>(flags.ints.at("workers").value);
     if (name != "default") o.idle.governor = name;
     absl::StatusOr<std::unique_ptr<ThreadPool>> pool =
         ThreadPool::Create(o, MapEnvironment());

@@ -213,20 +213,10 @@ int Main(int argc, char** argv) {
       {"hogs", {0, 0, 256, "spinning threads outside the pool"}},
       {"runs", {5, 1, 1000, "runs of every governor; the median is shown"}},
   };
-  absl::StatusOr<BenchFlags> flags =
-      ParseBenchFlags(defaults, argc - 1, argv + 1);
-  if (!flags.ok()) {
-    fprintf(stderr, "messaging: %s\n%s",
-            std::string(flags.status().message()).c_str(),
-            BenchUsage("messaging", defaults).c_str());
-    return 2;
-  }
-  if (flags->help) {
-    fputs(BenchUsage("messaging", defaults).c_str(), stdout);
-    return 0;
-  }
+  const BenchFlags flags =
+      ParseBenchFlagsOrExit("messaging", defaults, argc - 1, argv + 1);
   auto flag = [&](const char* name) {
-    return static_cast<int>(flags->ints.at(name).value);
+    return static_cast<int>(flags.ints.at(name).value);
   };
   const Sizes z{flag("groups"), flag("senders"), flag("receivers"),
                 flag("loops"), flag("size")};
@@ -237,7 +227,7 @@ int Main(int argc, char** argv) {
       static_cast<uint64_t>(z.groups) * z.senders * z.receivers * z.loops;
 
   std::vector<std::string> names = {"default"};
-  for (const std::string& g : flags->governors) names.push_back(g);
+  for (const std::string& g : flags.governors) names.push_back(g);
   std::vector<std::vector<Sample>> samples(names.size());
   int workers = 0;
   int status = 0;

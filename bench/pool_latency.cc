@@ -27,12 +27,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
-#include "bench/condvar_pool.h"
+#include "bench/pool_runners.h"
 #include "bench/wake_harness.h"
 #include "runtime/config.h"
-#include "runtime/thread_pool.h"
-#include "tbb/global_control.h"
-#include "tbb/task_arena.h"
 
 namespace haltpool::bench {
 namespace {
@@ -57,7 +54,7 @@ Result Measure(const SubmitFn& submit, const Gap& gap, double scale) {
 
 struct Contender {
   std::string name;
-  std::function<void(std::function<void(const SubmitFn&)>)> with_pool;
+  PoolRunner with_pool;
 };
 
 }  // namespace
@@ -92,33 +89,10 @@ int main(int argc, char** argv) {
   // The default governor comes from the environment like any haltpool user.
   const Config config = ConfigFromEnvironmentOrExit();
   std::vector<Contender> contenders;
-  auto haltpool_with = [&](std::string governor) {
-    return [&, governor](std::function<void(const SubmitFn&)> body) {
-      PoolOptions o = config.pool;
-      o.workers = workers;
-      if (!governor.empty()) o.idle.governor = governor;
-      // The environment was applied once, above; each contender sets its own
-      // governor on top of it, as a variable too: the pool resolves its
-      // options against the profile anew and takes a governor or poll cap
-      // equal to PoolOptions{}'s as unset.
-      auto pool = ThreadPool::Create(
-          o, MapEnvironment({{"HALTPOOL_GOVERNOR", o.idle.governor},
-                             {"HALTPOOL_POLL_NS",
-                              absl::StrCat(o.idle.haltpoll.poll_ns)}}));
-      if (!pool.ok()) {
-        fprintf(stderr, "haltpool: %s\n",
-                std::string(pool.status().message()).c_str());
-        exit(2);
-      }
-      ThreadPool* p = pool->get();
-      body([p](Probe f) {
-        if (absl::Status s = p->Submit(f); !s.ok()) {
-          fprintf(stderr, "pool_latency: Submit: %s\n",
-                  std::string(s.message()).c_str());
-          exit(1);
-        }
-      });
-    };
+  auto haltpool_with = [&](const std::string& governor) {
+    PoolOptions o = config.pool;
+    if (!governor.empty()) o.idle.governor = governor;
+    return HaltpoolRunner(o, workers, "pool_latency");
   };
   contenders.push_back(
       {absl::StrCat("haltpool default (", config.pool.idle.governor, ")"),
@@ -130,21 +104,9 @@ int main(int argc, char** argv) {
   }
   if (with_tbb) {
     contenders.push_back(
-        {"oneTBB task_arena::enqueue", [&](auto body) {
-           // `workers` worker threads: the arena keeps a slot for a master
-           // (the submitter never joins), and oneTBB allows only as many
-           // threads as CPUs unless told otherwise.
-           tbb::global_control threads(
-               tbb::global_control::max_allowed_parallelism, workers + 1);
-           tbb::task_arena arena(workers + 1);
-           arena.initialize();
-           body([&arena](Probe f) { arena.enqueue(std::move(f)); });
-         }});
+        {"oneTBB task_arena::enqueue", TbbArenaRunner(workers)});
   }
-  contenders.push_back({"mutex + condvar pool", [&](auto body) {
-                          CondvarPool pool(workers);
-                          body([&pool](Probe f) { pool.Submit(f); });
-                        }});
+  contenders.push_back({"mutex + condvar pool", CondvarPoolRunner(workers)});
 
   FILE* csv = nullptr;
   if (!csv_path.empty()) {

@@ -31,7 +31,6 @@
 #include <unistd.h>
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,15 +40,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_flags.h"
-#include "bench/condvar_pool.h"
+#include "bench/pool_runners.h"
 #include "bench/tradeoff_table.h"
 #include "bench/wake_channels.h"
 #include "bench/wake_harness.h"
 #include "runtime/config.h"
-#include "runtime/environment.h"
-#include "runtime/thread_pool.h"
-#include "tbb/global_control.h"
-#include "tbb/task_arena.h"
 
 namespace haltpool::bench {
 namespace {
@@ -74,10 +69,6 @@ struct PairContender : Contender {
   std::function<absl::StatusOr<std::unique_ptr<WakeChannel>>()> make;
 };
 
-// Calls its argument with a submit function for a pool that lives while
-// the call runs.
-using PoolRunner =
-    std::function<void(const std::function<void(const SubmitFn&)>&)>;
 struct PoolContender : Contender {
   PoolRunner with_pool;
 };
@@ -147,34 +138,6 @@ std::vector<PairContender> PairContenders(const idle::IdleOptions& idle) {
   return out;
 }
 
-// A haltpool pool of `workers` under `options`. The process environment
-// was applied once, in main; the options are passed again as variables
-// too, because a pool resolves its options against the profile anew and
-// takes a governor or poll cap equal to PoolOptions{}'s as unset.
-PoolRunner HaltpoolRunner(PoolOptions o, int workers) {
-  o.workers = workers;
-  const std::map<std::string, std::string> env = {
-      {"HALTPOOL_GOVERNOR", o.idle.governor},
-      {"HALTPOOL_POLL_NS", absl::StrCat(o.idle.haltpoll.poll_ns)},
-  };
-  return [o, env](const std::function<void(const SubmitFn&)>& body) {
-    auto pool = ThreadPool::Create(o, MapEnvironment(env));
-    if (!pool.ok()) {
-      fprintf(stderr, "tradeoff: %s\n",
-              std::string(pool.status().message()).c_str());
-      exit(1);
-    }
-    ThreadPool* p = pool->get();
-    body([p](Probe f) {
-      if (absl::Status s = p->Submit(f); !s.ok()) {
-        fprintf(stderr, "tradeoff: Submit: %s\n",
-                std::string(s.message()).c_str());
-        exit(1);
-      }
-    });
-  };
-}
-
 std::vector<PoolContender> PoolContenders(const PoolOptions& base,
                                           int workers) {
   std::vector<PoolContender> out;
@@ -187,7 +150,7 @@ std::vector<PoolContender> PoolContenders(const PoolOptions& base,
     first = false;
     PoolOptions o = base;
     o.idle = v.options;
-    c.with_pool = HaltpoolRunner(o, workers);
+    c.with_pool = HaltpoolRunner(o, workers, "tradeoff");
     out.push_back(std::move(c));
   }
   // The default without the back-off under contention: on a 2-CPU machine
@@ -198,28 +161,10 @@ std::vector<PoolContender> PoolContenders(const PoolOptions& base,
   no_backoff.haltpool = true;
   PoolOptions o = base;
   o.backoff = false;
-  no_backoff.with_pool = HaltpoolRunner(o, workers);
+  no_backoff.with_pool = HaltpoolRunner(o, workers, "tradeoff");
   out.push_back(std::move(no_backoff));
-  PoolContender cv;
-  cv.name = "std::condition_variable pool";
-  cv.with_pool = [workers](const std::function<void(const SubmitFn&)>& body) {
-    CondvarPool pool(workers);
-    body([&pool](Probe f) { pool.Submit(f); });
-  };
-  out.push_back(std::move(cv));
-  PoolContender tbb;
-  tbb.name = "oneTBB task_arena";
-  tbb.with_pool = [workers](const std::function<void(const SubmitFn&)>& body) {
-    // `workers` worker threads: the arena keeps a slot for a master thread
-    // (the submitter never joins), and oneTBB allows as many threads in all
-    // as the machine has CPUs unless told otherwise.
-    tbb::global_control threads(tbb::global_control::max_allowed_parallelism,
-                                workers + 1);
-    tbb::task_arena arena(workers + 1);
-    arena.initialize();
-    body([&arena](Probe f) { arena.enqueue(f); });
-  };
-  out.push_back(std::move(tbb));
+  out.push_back({{"std::condition_variable pool"}, CondvarPoolRunner(workers)});
+  out.push_back({{"oneTBB task_arena"}, TbbArenaRunner(workers)});
   return out;
 }
 
@@ -359,23 +304,13 @@ int main(int argc, char** argv) {
       {"csv", {"", "also write the results as CSV to this file"}},
       {"markdown", {"", "also write the Markdown to this file"}},
   };
-  absl::StatusOr<BenchFlags> flags =
-      ParseBenchFlags(defaults, argc - 1, argv + 1);
-  if (!flags.ok()) {
-    fprintf(stderr, "tradeoff: %s\n%s",
-            std::string(flags.status().message()).c_str(),
-            BenchUsage("tradeoff", defaults).c_str());
-    return 2;
-  }
-  if (flags->help) {
-    fputs(BenchUsage("tradeoff", defaults).c_str(), stdout);
-    return 0;
-  }
-  auto flag = [&](const char* name) { return flags->ints.at(name).value; };
+  const BenchFlags flags =
+      ParseBenchFlagsOrExit("tradeoff", defaults, argc - 1, argv + 1);
+  auto flag = [&](const char* name) { return flags.ints.at(name).value; };
   const Sizing sizing{flag("point_ms"), static_cast<int>(flag("min_samples")),
                       static_cast<int>(flag("max_samples"))};
   const int workers = static_cast<int>(flag("workers"));
-  const std::string modes = flags->strings.at("modes").value;
+  const std::string modes = flags.strings.at("modes").value;
   bool pair = false, pool = false;
   for (absl::string_view m : absl::StrSplit(modes, ',')) {
     if (m == "pair") {
@@ -389,8 +324,8 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<std::string> only;
-  if (!flags->strings.at("only").value.empty()) {
-    only = absl::StrSplit(flags->strings.at("only").value, ',');
+  if (!flags.strings.at("only").value.empty()) {
+    only = absl::StrSplit(flags.strings.at("only").value, ',');
   }
   // Before anything is measured: the OpenMP children must be there.
   for (const OmpContender& c : kOmpContenders) {
@@ -445,7 +380,7 @@ int main(int argc, char** argv) {
   for (Curve& c : pool_curves) curves.push_back(std::move(c));
   if (curves.empty()) {
     fprintf(stderr, "tradeoff: --only='%s' matches no contender\n",
-            flags->strings.at("only").value.c_str());
+            flags.strings.at("only").value.c_str());
     return 2;
   }
 
@@ -458,8 +393,8 @@ int main(int argc, char** argv) {
       absl::StrAppend(&markdown, VerdictMarkdown(*verdict), "\n");
   }
   fputs(markdown.c_str(), stdout);
-  const std::string& csv_path = flags->strings.at("csv").value;
-  const std::string& md_path = flags->strings.at("markdown").value;
+  const std::string& csv_path = flags.strings.at("csv").value;
+  const std::string& md_path = flags.strings.at("markdown").value;
   if (!csv_path.empty() && !WriteFile(csv_path, CurvesCsv(curves))) return 1;
   if (!md_path.empty() && !WriteFile(md_path, markdown)) return 1;
   return child_failed ? 1 : 0;

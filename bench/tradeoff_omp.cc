@@ -93,28 +93,18 @@ int main(int argc, char** argv) {
       {"label", {"", "the contender's name in the CSV, no commas"}},
       {"modes", {"pair,pool", "pair, pool or both, comma-separated"}},
   };
-  absl::StatusOr<BenchFlags> flags =
-      ParseBenchFlags(defaults, argc - 1, argv + 1);
-  if (!flags.ok()) {
-    fprintf(stderr, "tradeoff_omp: %s\n%s",
-            std::string(flags.status().message()).c_str(),
-            BenchUsage("tradeoff_omp", defaults).c_str());
-    return 2;
-  }
-  if (flags->help) {
-    fputs(BenchUsage("tradeoff_omp", defaults).c_str(), stdout);
-    return 0;
-  }
-  const std::string label = flags->strings.at("label").value;
+  const BenchFlags flags =
+      ParseBenchFlagsOrExit("tradeoff_omp", defaults, argc - 1, argv + 1);
+  const std::string label = flags.strings.at("label").value;
   if (label.empty() || label.find(',') != std::string::npos) {
     fprintf(stderr, "tradeoff_omp: --label: accepted: a name without commas\n");
     return 2;
   }
-  auto flag = [&](const char* name) { return flags->ints.at(name).value; };
+  auto flag = [&](const char* name) { return flags.ints.at(name).value; };
   const int workers = static_cast<int>(flag("workers"));
   std::vector<Curve> curves;
   for (absl::string_view mode :
-       absl::StrSplit(flags->strings.at("modes").value, ',')) {
+       absl::StrSplit(flags.strings.at("modes").value, ',')) {
     if (mode != "pair" && mode != "pool") {
       fprintf(stderr, "tradeoff_omp: --modes: '%s': accepted: pair, pool\n",
               std::string(mode).c_str());

@@ -4,10 +4,11 @@
 #include "bench/wake_harness.h"
 
 #include <atomic>
-#include <semaphore>
+#include <memory>
 #include <thread>
 #include <vector>
 
+#include "bench/wake_channels.h"
 #include "gtest/gtest.h"
 
 namespace haltpool::bench {
@@ -35,18 +36,9 @@ TEST(WakeHarness, SummarizeTakesMeanPercentilesAndCpu) {
   EXPECT_EQ(Summarize(0, none, 0, 0).samples, 0);
 }
 
-class SemaphoreChannel final : public WakeChannel {
- public:
-  void Wait() override { sem_.acquire(); }
-  void Signal() override { sem_.release(); }
-
- private:
-  std::binary_semaphore sem_{0};
-};
-
 TEST(WakeHarness, PairRunReportsEveryWake) {
-  SemaphoreChannel channel;
-  const WakePoint p = MeasurePair(channel, 20000, 50);
+  std::unique_ptr<WakeChannel> channel = MakeSemaphoreChannel();
+  const WakePoint p = MeasurePair(*channel, 20000, 50);
   EXPECT_EQ(p.samples, 50);
   EXPECT_GT(p.mean_us, 0);
   EXPECT_LE(p.p50_us, p.p99_us);

@@ -122,20 +122,11 @@ class EchoServerBackend : public testing::TestWithParam<std::string> {
     args.insert(args.end(), extra.begin(), extra.end());
     server_ = std::make_unique<ServerProcess>(g_server, args);
     ASSERT_GT(server_->pid(), 0) << "cannot spawn " << g_server;
-    const std::string line = server_->ReadLine();
-    if (line.empty()) {
-      const Exit e = server_->Wait();
-      if (GetParam() == "uring" && e.exited && e.code == 1 &&
-          server_->err().find("io_uring") != std::string::npos) {
-        GTEST_SKIP() << "no io_uring here: " << server_->err();
-      }
-      FAIL() << "the server " << e.Describe() << " before listening; stderr:\n"
-             << server_->err();
-    }
-    std::string backend;
-    port_ = ParseListeningLine(line, &backend);
-    ASSERT_GT(port_, 0) << "unexpected first line: " << line;
-    EXPECT_EQ(backend, BackendName(GetParam()));
+    const Listening l = AwaitListening(*server_, GetParam());
+    if (!l.skip.empty()) GTEST_SKIP() << l.skip;
+    ASSERT_TRUE(l.error.empty()) << l.error;
+    port_ = l.port;
+    EXPECT_EQ(l.backend, BackendName(GetParam()));
   }
 
   std::unique_ptr<ServerProcess> server_;

@@ -218,9 +218,40 @@ inline int ParseListeningLine(const std::string& line, std::string* backend) {
   return port;
 }
 
-// A connected TCP socket to 127.0.0.1:`port`, or -1.
-inline int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+// What waiting for the server's "listening" line came to: the port (> 0)
+// and backend, or why the test should skip (no io_uring here, with
+// --io=uring), or what went wrong.
+struct Listening {
+  int port = -1;
+  std::string backend;
+  std::string skip;
+  std::string error;
+};
+
+// Reads `server`'s first line, started with --io=`io`.
+inline Listening AwaitListening(ServerProcess& server, const std::string& io) {
+  Listening l;
+  const std::string line = server.ReadLine();
+  if (line.empty()) {
+    const Exit e = server.Wait();
+    if (io == "uring" && e.exited && e.code == 1 &&
+        server.err().find("io_uring") != std::string::npos) {
+      l.skip = "no io_uring here: " + server.err();
+    } else {
+      l.error = "the server " + e.Describe() + " before listening; stderr:\n" +
+                server.err();
+    }
+    return l;
+  }
+  l.port = ParseListeningLine(line, &l.backend);
+  if (l.port <= 0) l.error = "unexpected first line: " + line;
+  return l;
+}
+
+// A socket of `type` (SOCK_STREAM, SOCK_DGRAM) connected to
+// 127.0.0.1:`port`, or -1.
+inline int ConnectLoopback(int port, int type) {
+  const int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -231,6 +262,13 @@ inline int Connect(int port) {
     close(fd);
     return -1;
   }
+  return fd;
+}
+
+// A connected TCP socket to 127.0.0.1:`port` with TCP_NODELAY, or -1.
+inline int Connect(int port) {
+  const int fd = ConnectLoopback(port, SOCK_STREAM);
+  if (fd < 0) return -1;
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   return fd;

@@ -126,22 +126,6 @@ bool ClosedByServer(int fd) {
   return false;
 }
 
-// A UDP socket connected to 127.0.0.1:`port` (so send/recv suffice), or -1.
-int ConnectUdp(int port) {
-  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) !=
-      0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // Receives one datagram within kTimeoutMs into `*got`. "" or the error.
 std::string RecvDatagram(int fd, Bytes* got) {
   pollfd p{fd, POLLIN, 0};
@@ -161,19 +145,10 @@ class SockperfServer : public testing::TestWithParam<std::string> {
         std::vector<std::string>{"--port=0", "--protocol=sockperf",
                                  "--workers=2", "--io=" + GetParam()});
     ASSERT_GT(server_->pid(), 0) << "cannot spawn " << g_server;
-    const std::string line = server_->ReadLine();
-    if (line.empty()) {
-      const Exit e = server_->Wait();
-      if (GetParam() == "uring" && e.exited && e.code == 1 &&
-          server_->err().find("io_uring") != std::string::npos) {
-        GTEST_SKIP() << "no io_uring here: " << server_->err();
-      }
-      FAIL() << "the server " << e.Describe() << " before listening; stderr:\n"
-             << server_->err();
-    }
-    std::string backend;
-    port_ = ParseListeningLine(line, &backend);
-    ASSERT_GT(port_, 0) << "unexpected first line: " << line;
+    const Listening l = AwaitListening(*server_, GetParam());
+    if (!l.skip.empty()) GTEST_SKIP() << l.skip;
+    ASSERT_TRUE(l.error.empty()) << l.error;
+    port_ = l.port;
     EXPECT_EQ(server_->ReadLine(),
               "echo_server: sockperf over TCP and UDP "
               "on port " +
@@ -270,7 +245,7 @@ TEST_P(SockperfServer, TcpPingsSplitsBatchesAndMalformed) {
 }
 
 TEST_P(SockperfServer, UdpPingsShortAndMalformedDatagrams) {
-  const int fd = ConnectUdp(port_);
+  const int fd = ConnectLoopback(port_, SOCK_DGRAM);
   ASSERT_GE(fd, 0) << strerror(errno);
   Bytes got;
 
@@ -297,7 +272,7 @@ TEST_P(SockperfServer, UdpPingsShortAndMalformedDatagrams) {
   ASSERT_EQ(SendAll(fd, next), "");
   ASSERT_EQ(RecvDatagram(fd, &got), "");
   EXPECT_EQ(got, Reply(next));
-  const int fd2 = ConnectUdp(port_);
+  const int fd2 = ConnectLoopback(port_, SOCK_DGRAM);
   ASSERT_GE(fd2, 0) << strerror(errno);
   const Bytes large = Message(1, kPing, 60000);
   ASSERT_EQ(SendAll(fd2, large), "");

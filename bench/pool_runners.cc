@@ -1,0 +1,61 @@
+#include "bench/pool_runners.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "bench/condvar_pool.h"
+#include "runtime/environment.h"
+#include "runtime/thread_pool.h"
+#include "tbb/global_control.h"
+#include "tbb/task_arena.h"
+
+namespace haltpool::bench {
+
+PoolRunner HaltpoolRunner(PoolOptions options, int workers,
+                          const char* program) {
+  options.workers = workers;
+  const std::map<std::string, std::string> env = {
+      {"HALTPOOL_GOVERNOR", options.idle.governor},
+      {"HALTPOOL_POLL_NS", absl::StrCat(options.idle.haltpoll.poll_ns)},
+  };
+  return [options, env,
+          program](const std::function<void(const SubmitFn&)>& body) {
+    auto pool = ThreadPool::Create(options, MapEnvironment(env));
+    if (!pool.ok()) {
+      fprintf(stderr, "%s: %s\n", program,
+              std::string(pool.status().message()).c_str());
+      exit(1);
+    }
+    ThreadPool* p = pool->get();
+    body([p, program](Probe f) {
+      if (absl::Status s = p->Submit(f); !s.ok()) {
+        fprintf(stderr, "%s: Submit: %s\n", program,
+                std::string(s.message()).c_str());
+        exit(1);
+      }
+    });
+  };
+}
+
+PoolRunner CondvarPoolRunner(int workers) {
+  return [workers](const std::function<void(const SubmitFn&)>& body) {
+    CondvarPool pool(workers);
+    body([&pool](Probe f) { pool.Submit(f); });
+  };
+}
+
+PoolRunner TbbArenaRunner(int workers) {
+  return [workers](const std::function<void(const SubmitFn&)>& body) {
+    tbb::global_control threads(tbb::global_control::max_allowed_parallelism,
+                                workers + 1);
+    tbb::task_arena arena(workers + 1);
+    arena.initialize();
+    body([&arena](Probe f) { arena.enqueue(f); });
+  };
+}
+
+}  // namespace haltpool::bench
