@@ -12,9 +12,9 @@ foreach(src IN LISTS HALTPOOL_TEST_SUPPORT)
 endforeach()
 
 # The arguments of tests that read a file or run a program.
-set(args_readme_variables_test ${PROJECT_SOURCE_DIR}/README.md)
-set(args_readme_bad_inputs_test ${PROJECT_SOURCE_DIR}/README.md)
-set(args_readme_profiles_test ${PROJECT_SOURCE_DIR}/README.md)
+set(args_readme_variables_test ${PROJECT_SOURCE_DIR}/docs/CONFIGURATION.md)
+set(args_readme_bad_inputs_test ${PROJECT_SOURCE_DIR}/docs/CONFIGURATION.md)
+set(args_readme_profiles_test ${PROJECT_SOURCE_DIR}/docs/CONFIGURATION.md)
 set(args_hypervisor_test ${PROJECT_SOURCE_DIR}/tests/arch/testdata)
 set(args_guide_variables_test ${PROJECT_SOURCE_DIR}/docs/USING.md)
 set(args_config_probe_test $<TARGET_FILE:config_probe>)
