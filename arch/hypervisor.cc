@@ -17,10 +17,6 @@ namespace {
 
 using E = HostEnvironment;
 
-constexpr std::array<absl::string_view, kAllHostEnvironments.size()> kNames = {
-    "bare-metal", "kvm-dedicated", "kvm-shared", "hyperv",   "vmware",
-    "xen",        "zvm",           "lpar",       "kvm-s390", "unknown-vm"};
-
 bool Bit(uint32_t word, int bit) { return (word >> bit) & 1u; }
 
 // --- CPUID ---
@@ -184,13 +180,12 @@ std::string CollapseBlanks(absl::string_view s) {
 }  // namespace
 
 absl::string_view HostEnvironmentName(HostEnvironment e) {
-  const size_t i = static_cast<size_t>(e);
-  return i < kNames.size() ? kNames[i] : "unknown";
+  return kHostEnvironments.Name(e);
 }
 
 absl::StatusOr<HostEnvironment> ParseHostEnvironment(absl::string_view name) {
-  for (HostEnvironment e : kAllHostEnvironments) {
-    if (HostEnvironmentName(e) == name) return e;
+  if (std::optional<HostEnvironment> e = kHostEnvironments.Parse(name)) {
+    return *e;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown environment '", name, "'; accepted: ", HostEnvironmentNames()));
@@ -198,7 +193,7 @@ absl::StatusOr<HostEnvironment> ParseHostEnvironment(absl::string_view name) {
 
 absl::string_view HostEnvironmentNames() {
   static const std::string* kJoined =
-      new std::string(absl::StrJoin(kNames, "|"));
+      new std::string(kHostEnvironments.Names());
   return *kJoined;
 }
 

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "arch/named_enum.h"
 #include "arch/system_files.h"
 
 namespace haltpool::arch {
@@ -39,18 +40,25 @@ enum class HostEnvironment : uint8_t {
   kUnknownVm,     // Some other hypervisor, or one that does not say which.
 };
 
-// Every environment, in declaration order.
-inline constexpr std::array<HostEnvironment, 10> kAllHostEnvironments = {
-    HostEnvironment::kBareMetal, HostEnvironment::kKvmDedicated,
-    HostEnvironment::kKvmShared, HostEnvironment::kHyperV,
-    HostEnvironment::kVmware,    HostEnvironment::kXen,
-    HostEnvironment::kZvm,       HostEnvironment::kLpar,
-    HostEnvironment::kKvmS390,   HostEnvironment::kUnknownVm,
-};
+// Every environment with the name operators type in HALTPOOL_HYPERVISOR.
+inline constexpr NamedEnum<HostEnvironment, 10> kHostEnvironments({{
+    {HostEnvironment::kBareMetal, "bare-metal"},
+    {HostEnvironment::kKvmDedicated, "kvm-dedicated"},
+    {HostEnvironment::kKvmShared, "kvm-shared"},
+    {HostEnvironment::kHyperV, "hyperv"},
+    {HostEnvironment::kVmware, "vmware"},
+    {HostEnvironment::kXen, "xen"},
+    {HostEnvironment::kZvm, "zvm"},
+    {HostEnvironment::kLpar, "lpar"},
+    {HostEnvironment::kKvmS390, "kvm-s390"},
+    {HostEnvironment::kUnknownVm, "unknown-vm"},
+}});
 
-// The name operators type in HALTPOOL_HYPERVISOR: "bare-metal",
-// "kvm-dedicated", "kvm-shared", "hyperv", "vmware", "xen", "zvm", "lpar",
-// "kvm-s390", "unknown-vm".
+// Every environment, in declaration order.
+inline constexpr std::array<HostEnvironment, 10> kAllHostEnvironments =
+    kHostEnvironments.values();
+
+// The name operators type in HALTPOOL_HYPERVISOR ("kvm-shared").
 absl::string_view HostEnvironmentName(HostEnvironment e);
 
 // Parses a name as printed by HostEnvironmentName, exactly (no case folding,

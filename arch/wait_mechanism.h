@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "arch/named_enum.h"
 
 namespace haltpool::arch {
 
@@ -26,12 +27,21 @@ enum class WaitMechanism : uint8_t {
   kWfet,    // arm64 FEAT_WFxT: as kWfe, with WFET's absolute counter deadline.
 };
 
+// Every mechanism with its name, in declaration order.
+inline constexpr NamedEnum<WaitMechanism, 8> kWaitMechanisms({{
+    {WaitMechanism::kSpin, "spin"},
+    {WaitMechanism::kPause, "pause"},
+    {WaitMechanism::kUmwait, "umwait"},
+    {WaitMechanism::kTpause, "tpause"},
+    {WaitMechanism::kMwaitx, "mwaitx"},
+    {WaitMechanism::kYield, "yield"},
+    {WaitMechanism::kWfe, "wfe"},
+    {WaitMechanism::kWfet, "wfet"},
+}});
+
 // Every mechanism, in declaration order.
-inline constexpr std::array<WaitMechanism, 8> kAllWaitMechanisms = {
-    WaitMechanism::kSpin,   WaitMechanism::kPause,  WaitMechanism::kUmwait,
-    WaitMechanism::kTpause, WaitMechanism::kMwaitx, WaitMechanism::kYield,
-    WaitMechanism::kWfe,    WaitMechanism::kWfet,
-};
+inline constexpr std::array<WaitMechanism, 8> kAllWaitMechanisms =
+    kWaitMechanisms.values();
 
 // The lower-case name of `m` ("umwait").
 absl::string_view WaitMechanismName(WaitMechanism m);

@@ -146,11 +146,10 @@ int Main(int argc, char** argv) {
   int status = 0;
   std::vector<std::pair<std::string, LatencyHistogram>> histograms;
   for (const std::string& name : names) {
-    PoolOptions o = config.pool;
-    o.workers = static_cast<int>(flags.ints.at("workers").value);
-    if (name != "default") o.idle.governor = name;
-    absl::StatusOr<std::unique_ptr<ThreadPool>> pool =
-        ThreadPool::Create(o, MapEnvironment());
+    Config c = config;
+    c.pool.workers = static_cast<int>(flags.ints.at("workers").value);
+    if (name != "default") c.pool.idle.governor = name;
+    absl::StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(c);
     if (!pool.ok()) {
       fprintf(stderr, "cyclic: %s\n",
               std::string(pool.status().message()).c_str());

@@ -234,11 +234,10 @@ int Main(int argc, char** argv) {
   Hogs hogs(flag("hogs"));
   for (int run = 0; run < flag("runs"); ++run) {
     for (size_t i = 0; i < names.size(); ++i) {
-      PoolOptions o = config.pool;
-      o.workers = flag("workers");
-      if (names[i] != "default") o.idle.governor = names[i];
-      absl::StatusOr<std::unique_ptr<ThreadPool>> pool =
-          ThreadPool::Create(o, MapEnvironment());
+      Config c = config;
+      c.pool.workers = flag("workers");
+      if (names[i] != "default") c.pool.idle.governor = names[i];
+      absl::StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(c);
       if (!pool.ok()) {
         fprintf(stderr, "messaging: %s\n",
                 std::string(pool.status().message()).c_str());

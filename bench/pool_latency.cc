@@ -90,9 +90,9 @@ int main(int argc, char** argv) {
   const Config config = ConfigFromEnvironmentOrExit();
   std::vector<Contender> contenders;
   auto haltpool_with = [&](const std::string& governor) {
-    PoolOptions o = config.pool;
-    if (!governor.empty()) o.idle.governor = governor;
-    return HaltpoolRunner(o, workers, "pool_latency");
+    Config c = config;
+    if (!governor.empty()) c.pool.idle.governor = governor;
+    return HaltpoolRunner(c, workers, "pool_latency");
   };
   contenders.push_back(
       {absl::StrCat("haltpool default (", config.pool.idle.governor, ")"),

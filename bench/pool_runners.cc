@@ -15,16 +15,10 @@
 
 namespace haltpool::bench {
 
-PoolRunner HaltpoolRunner(PoolOptions options, int workers,
-                          const char* program) {
-  options.workers = workers;
-  const std::map<std::string, std::string> env = {
-      {"HALTPOOL_GOVERNOR", options.idle.governor},
-      {"HALTPOOL_POLL_NS", absl::StrCat(options.idle.haltpoll.poll_ns)},
-  };
-  return [options, env,
-          program](const std::function<void(const SubmitFn&)>& body) {
-    auto pool = ThreadPool::Create(options, MapEnvironment(env));
+PoolRunner HaltpoolRunner(Config config, int workers, const char* program) {
+  config.pool.workers = workers;
+  return [config, program](const std::function<void(const SubmitFn&)>& body) {
+    auto pool = ThreadPool::Create(config);
     if (!pool.ok()) {
       fprintf(stderr, "%s: %s\n", program,
               std::string(pool.status().message()).c_str());

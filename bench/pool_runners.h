@@ -9,7 +9,7 @@
 #include <functional>
 
 #include "bench/wake_harness.h"
-#include "runtime/pool_options.h"
+#include "runtime/config.h"
 
 namespace haltpool::bench {
 
@@ -18,14 +18,11 @@ namespace haltpool::bench {
 using PoolRunner =
     std::function<void(const std::function<void(const SubmitFn&)>&)>;
 
-// haltpool's ThreadPool of `workers` under `options` (already resolved
-// against the environment and the profile). The options' governor and poll
-// cap are passed as HALTPOOL_* variables too: a pool resolves its options
-// against the profile anew and takes values equal to PoolOptions{}'s as
-// unset. A pool that cannot start or a Submit that fails ends the process
-// with a message naming `program`.
-PoolRunner HaltpoolRunner(PoolOptions options, int workers,
-                          const char* program);
+// haltpool's ThreadPool of `workers` under `config` (already resolved
+// against the environment and the profile; the benchmark may have changed
+// its governor since), used as it is. A pool that cannot start or a Submit
+// that fails ends the process with a message naming `program`.
+PoolRunner HaltpoolRunner(Config config, int workers, const char* program);
 
 // bench/condvar_pool.h's pool of `workers` threads.
 PoolRunner CondvarPoolRunner(int workers);

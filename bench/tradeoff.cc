@@ -138,18 +138,17 @@ std::vector<PairContender> PairContenders(const idle::IdleOptions& idle) {
   return out;
 }
 
-std::vector<PoolContender> PoolContenders(const PoolOptions& base,
-                                          int workers) {
+std::vector<PoolContender> PoolContenders(const Config& base, int workers) {
   std::vector<PoolContender> out;
   bool first = true;
-  for (const GovernorVariant& v : GovernorVariants(base.idle)) {
+  for (const GovernorVariant& v : GovernorVariants(base.pool.idle)) {
     PoolContender c;
     c.name = v.name;
     c.haltpool = true;
     c.is_default = first;
     first = false;
-    PoolOptions o = base;
-    o.idle = v.options;
+    Config o = base;
+    o.pool.idle = v.options;
     c.with_pool = HaltpoolRunner(o, workers, "tradeoff");
     out.push_back(std::move(c));
   }
@@ -159,8 +158,8 @@ std::vector<PoolContender> PoolContenders(const PoolOptions& base,
   PoolContender no_backoff;
   no_backoff.name = "haltpool default, back-off off";
   no_backoff.haltpool = true;
-  PoolOptions o = base;
-  o.backoff = false;
+  Config o = base;
+  o.pool.backoff = false;
   no_backoff.with_pool = HaltpoolRunner(o, workers, "tradeoff");
   out.push_back(std::move(no_backoff));
   out.push_back({{"std::condition_variable pool"}, CondvarPoolRunner(workers)});
@@ -348,7 +347,7 @@ int main(int argc, char** argv) {
     }
   }
   if (pool) {
-    for (const PoolContender& c : PoolContenders(config.pool, workers)) {
+    for (const PoolContender& c : PoolContenders(config, workers)) {
       if (Selected(c.name, only)) {
         pool_curves.push_back(RunPoolContender(c, sizing));
       }

@@ -24,6 +24,7 @@ set(HALTPOOL_SOURCES
   idle/predictive_governor.cc
   idle/profile.cc
   runtime/config.cc
+  runtime/tunables.cc
   runtime/contention_monitor.cc
   runtime/cpu_quota.cc
   runtime/environment.cc
@@ -50,6 +51,7 @@ set(HALTPOOL_HEADERS
   arch/generic/cpu_wait.h
   arch/generic/cpuid.h
   arch/hypervisor.h
+  arch/named_enum.h
   arch/platform.h
   arch/s390x/cpu_wait.h
   arch/system_files.h
@@ -74,6 +76,7 @@ set(HALTPOOL_HEADERS
   idle/profile.h
   idle/protocol_step.h
   runtime/config.h
+  runtime/tunables.h
   runtime/contention_monitor.h
   runtime/cpu_quota.h
   runtime/environment.h
@@ -110,7 +113,7 @@ set(HALTPOOL_TESTS
   tests/docs/guide_variables_test.cc
   tests/docs/readme_bad_inputs_test.cc
   tests/docs/readme_profiles_test.cc
-  tests/docs/readme_variables_test.cc
+  tests/docs/variables_table_test.cc
   tests/examples/echo_server_test.cc
   tests/examples/sockperf_protocol_test.cc
   tests/examples/sockperf_server_test.cc

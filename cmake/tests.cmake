@@ -12,7 +12,7 @@ foreach(src IN LISTS HALTPOOL_TEST_SUPPORT)
 endforeach()
 
 # The arguments of tests that read a file or run a program.
-set(args_readme_variables_test ${PROJECT_SOURCE_DIR}/docs/CONFIGURATION.md)
+set(args_variables_table_test ${PROJECT_SOURCE_DIR}/docs/CONFIGURATION.md)
 set(args_readme_bad_inputs_test ${PROJECT_SOURCE_DIR}/docs/CONFIGURATION.md)
 set(args_readme_profiles_test ${PROJECT_SOURCE_DIR}/docs/CONFIGURATION.md)
 set(args_hypervisor_test ${PROJECT_SOURCE_DIR}/tests/arch/testdata)

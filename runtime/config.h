@@ -1,43 +1,71 @@
-// haltpool's configuration from code and the environment: the HALTPOOL_*
-// variables, for the pool and for the idle policy of its workers.
+// haltpool's resolved configuration: every tunable with its final value and
+// where that value came from.
 //
-// Defaults come first, code options override them, and the environment has
-// the last word, so an operator can retune a running service without a
-// rebuild. Parsing is strict: a bad value is an error naming the variable,
-// the value and what is accepted. The table of variables lives in
-// config.cc and is the only list of them.
+// Weakest first: the built-in default, the profile of the environment
+// haltpool runs in (idle/profile.h), calibration (the block state's costs,
+// measured when the first pool starts), code (PoolOptions fields that are
+// set), and a HALTPOOL_* variable, which has the last word so an operator
+// can retune a running service without a rebuild. Unset is its own state: a
+// field code sets sticks even when it equals the default, and the profile
+// and calibration fill only what neither code nor the environment set.
+// Parsing is strict: a bad value is an error naming the variable (or the
+// PoolOptions field), the value and what is accepted. The tunables
+// themselves are declared once, in runtime/tunables.cc.
 
 #ifndef HALTPOOL_RUNTIME_CONFIG_H_
 #define HALTPOOL_RUNTIME_CONFIG_H_
 
+#include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "arch/hypervisor.h"
+#include "idle/calibration.h"
+#include "idle/idle_options.h"
+#include "idle/poll_backoff.h"
 #include "runtime/environment.h"
+#include "runtime/io/io_backend.h"
 #include "runtime/pool_options.h"
+#include "runtime/topology.h"
 
 namespace haltpool {
 
-// Where a value came from, weakest first: the built-in default, the profile
-// of the environment haltpool runs in (idle/profile.h), code, or a
-// HALTPOOL_* variable.
-enum class ValueSource { kDefault, kProfile, kCode, kEnvironment };
+// Where a value came from, weakest first.
+enum class ValueSource { kDefault, kProfile, kCalibration, kCode, kEnvironment };
 
-// "default", "profile", "code", "environment".
+// "default", "profile", "calibration", "code", "environment".
 absl::string_view ValueSourceName(ValueSource source);
 
-// One variable as resolved: its final value, spelled as in the environment.
+// One tunable as resolved: its final value, spelled as in the environment.
 struct ResolvedVariable {
   std::string name;   // "HALTPOOL_POLL_NS"
   std::string value;  // "200us"
-  ValueSource source;
+  ValueSource source = ValueSource::kDefault;
+};
+
+// A pool's options with every value resolved: what the runtime runs with.
+// The defaults here are the built-in ones (the idle layer's own, which cite
+// the kernel's).
+struct PoolConfig {
+  int workers = 0;      // 0: one per CPU the process may use.
+  int max_pollers = 0;  // 0: half the workers, at least one.
+  PinMode pin = PinMode::kNone;
+  IoBackend io = IoBackend::kAuto;
+  idle::IdleOptions idle;
+  bool calibrate = true;
+  bool backoff = true;
+  bool print_stats = false;
+  // Carried over from PoolOptions unchanged (not tunables).
+  std::function<idle::ContentionSample()> contention_probe;
+  std::function<void(std::exception_ptr)> on_exception;
 };
 
 struct Config {
-  PoolOptions pool;          // The pool's options, idle policy included.
+  PoolConfig pool;
   bool display_env = false;  // HALTPOOL_DISPLAY_ENV.
   // HALTPOOL_HYPERVISOR; unset ("auto"): detection decides.
   std::optional<arch::HostEnvironment> hypervisor_override;
@@ -45,33 +73,23 @@ struct Config {
   // The environment whose profile gave the defaults: the override if set,
   // else detected.kind.
   arch::HostEnvironment environment = arch::HostEnvironment::kBareMetal;
-  std::vector<ResolvedVariable> variables;  // Every variable, in table order.
+  // Every tunable, in runtime/tunables.cc's order.
+  std::vector<ResolvedVariable> variables;
+
+  // The resolved entry for `name` (a HALTPOOL_* variable), or nullptr.
+  const ResolvedVariable* Find(absl::string_view name) const;
 };
 
-// The default of a variable the profile sets, as documented.
-inline constexpr char kProfileDefault[] = "profile";
-
-// A documented variable: for README tables and help. default_value is
-// kProfileDefault for variables whose default the profile gives.
-struct VariableDoc {
-  absl::string_view name;
-  std::string default_value;
-  absl::string_view meaning;
-};
-
-// Every HALTPOOL_* variable the runtime reads, with default and meaning.
-std::vector<VariableDoc> DocumentedVariables();
-
-// Resolves `code` (fields that differ from PoolOptions{} count as set by
-// code) under `env`, on a machine where hypervisor detection found
+// Resolves `code` under `env`, on a machine where hypervisor detection found
 // `detected`. The profile of the environment (HALTPOOL_HYPERVISOR, else
-// detected.kind) gives the governor, the poll cap and the block state's
-// costs for every such field code leaves at its PoolOptions{} default. Code
-// that sets the block state's costs turns calibration off. Fails with
+// detected.kind) fills the governor, the poll cap and the block state's
+// costs wherever neither code nor the environment set them. Fails with
 // InvalidArgument on the first bad variable ("HALTPOOL_POLL_NS='5x':
-// unknown unit 'x'; accepted: ..."), on a HALTPOOL_* variable that is not in
-// the table, on a bad code value, or on settings that contradict each other
-// (a fixed window above the poll cap).
+// unknown unit 'x'; accepted: ..."), on a HALTPOOL_* variable that is not a
+// tunable, on a bad code value ("idle.haltpoll.poll_ns (HALTPOOL_POLL_NS) =
+// 2s: out of range; accepted: ..."), or on settings that contradict each
+// other (a fixed window above the poll cap); with FailedPrecondition, naming
+// the variable, when the chosen wait mechanism cannot run on this CPU.
 absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
                                      const Environment& env,
                                      const arch::HypervisorInfo& detected);
@@ -80,13 +98,26 @@ absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
 absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
                                      const Environment& env);
 
+// True if calibration is on and one of the block state's costs still has
+// only its profile's or default value.
+bool WantsCalibration(const Config& config);
+
+// Puts a measured calibration into `config`: the block state's exit latency
+// becomes the median block wake and its target residency twice that, each
+// only where neither code nor the environment set it; their source becomes
+// kCalibration. Does nothing if `calibration` was not measured.
+void ApplyCalibration(const idle::Calibration& calibration, Config& config);
+
 // The resolved values and their sources, framed as OMP_DISPLAY_ENV frames
 // its output.
 std::string DisplayEnv(const Config& config);
 
 // For programs: resolves from the process environment; on error prints
 // "haltpool: <message>" to stderr and exits with status 2 before any work;
-// with HALTPOOL_DISPLAY_ENV set, prints DisplayEnv() to stderr.
+// with HALTPOOL_DISPLAY_ENV set, prints DisplayEnv() to stderr. It does not
+// calibrate: a program that starts a pool passes the result to
+// ThreadPool::Create(Config), which calibrates what is left to calibrate
+// (and, with HALTPOOL_DISPLAY_ENV, prints the configuration it runs with).
 Config ConfigFromEnvironmentOrExit(const PoolOptions& code = {});
 
 }  // namespace haltpool

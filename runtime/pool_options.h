@@ -1,49 +1,81 @@
-// What a ThreadPool is created with: a plain value. Every field can also
-// come from a HALTPOOL_* variable, which has the last word.
+// What a ThreadPool is created with, as code chooses it: every tunable is
+// optional, and unset is its own state. A field code sets sticks, even when
+// it equals the default; a field it leaves unset is filled by the profile of
+// the environment haltpool runs in, by calibration, or by the built-in
+// default. A HALTPOOL_* variable has the last word over all of them
+// (runtime/config.h resolves the lot; runtime/tunables.cc is the one table
+// of tunables with their variables, defaults and ranges).
 
 #ifndef HALTPOOL_RUNTIME_POOL_OPTIONS_H_
 #define HALTPOOL_RUNTIME_POOL_OPTIONS_H_
 
+#include <cstdint>
 #include <exception>
 #include <functional>
+#include <optional>
+#include <string>
 
-#include "idle/idle_options.h"
+#include "arch/wait_mechanism.h"
 #include "idle/poll_backoff.h"
 #include "runtime/io/io_backend.h"
 #include "runtime/topology.h"
 
 namespace haltpool {
 
+// The haltpoll governor's tunables (idle::HaltpollParams), each optional.
+struct HaltpollOptions {
+  std::optional<int64_t> poll_ns;     // HALTPOOL_POLL_NS.
+  std::optional<int64_t> grow;        // HALTPOOL_POLL_GROW.
+  std::optional<int64_t> grow_start;  // HALTPOOL_POLL_GROW_START.
+  std::optional<int64_t> shrink;      // HALTPOOL_POLL_SHRINK.
+  std::optional<bool> allow_shrink;   // HALTPOOL_POLL_ALLOW_SHRINK.
+};
+
+// How each worker idles (idle::IdleOptions), each field optional.
+struct IdleChoices {
+  std::optional<std::string> governor;  // HALTPOOL_GOVERNOR.
+  HaltpollOptions haltpoll;
+  std::optional<int64_t> fixed_poll_ns;  // HALTPOOL_FIXED_POLL_NS.
+  // HALTPOOL_WAIT. Unset: the best the CPU has.
+  std::optional<arch::WaitMechanism> wait;
+  // The block state's costs in the state table (idle/idle_state.h). Unset:
+  // calibrated at the first pool's start, else the profile's.
+  std::optional<int64_t> block_exit_latency_ns;      // HALTPOOL_BLOCK_EXIT_NS.
+  std::optional<int64_t> block_target_residency_ns;  // ..._BLOCK_RESIDENCY_NS.
+};
+
 struct PoolOptions {
   // Workers; 0: one per CPU the process may use (affinity mask, capped by a
   // cgroup cpu.max quota). HALTPOOL_WORKERS.
-  int workers = 0;
+  std::optional<int> workers;
   // How many idle workers may poll at once; 0: half the workers, at least
   // one (as Go and Tokio bound their spinning threads). HALTPOOL_MAX_POLLERS.
-  int max_pollers = 0;
+  std::optional<int> max_pollers;
   // Pinning: none, one physical core per worker, or one hardware thread;
   // workers spread over cores before SMT siblings. HALTPOOL_PIN.
-  PinMode pin = PinMode::kNone;
+  std::optional<PinMode> pin;
   // The I/O backend of ThreadPool::Io(): auto (io_uring, else epoll when
   // io_uring is missing or refused), uring, epoll. HALTPOOL_IO.
-  IoBackend io = IoBackend::kAuto;
+  std::optional<IoBackend> io;
   // How each worker idles. HALTPOOL_GOVERNOR and the other idle variables.
-  idle::IdleOptions idle;
+  IdleChoices idle;
   // Measure the block state's wake cost once per process when the first
-  // pool starts (idle/calibration.h, a few milliseconds) and use it for
-  // idle.block_exit_latency_ns and block_target_residency_ns (twice it).
-  // ResolveConfig turns it off when code sets those fields itself.
+  // pool starts (idle/calibration.h, a few milliseconds) and use it for the
+  // block state's costs that neither code nor environment set.
   // HALTPOOL_CALIBRATE.
-  bool calibrate = true;
+  std::optional<bool> calibrate;
   // Back off polling while the CPUs are contended (steal time, more
   // runnable threads than CPUs, pollers preempted; idle/poll_backoff.h).
   // HALTPOOL_BACKOFF.
-  bool backoff = true;
+  std::optional<bool> backoff;
+  // Print every worker's statistics to stderr at shutdown. HALTPOOL_STATS.
+  std::optional<bool> print_stats;
+
+  // Not tunables: code only.
+
   // Contention readings to use instead of the machine's, for tests and for
   // programs that know better; unset: /proc/stat and getrusage.
   std::function<idle::ContentionSample()> contention_probe;
-  // Print every worker's statistics to stderr at shutdown. HALTPOOL_STATS.
-  bool print_stats = false;
   // Called on the worker with any exception that escapes a task; the worker
   // goes on. Unset: a line on stderr.
   std::function<void(std::exception_ptr)> on_exception;

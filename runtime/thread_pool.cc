@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "arch/cycle_clock.h"
 #include "arch/timer_slack.h"
 #include "idle/calibration.h"
@@ -96,14 +97,37 @@ absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(
     const PoolOptions& code_options, const Environment& env) {
   absl::StatusOr<Config> config = ResolveConfig(code_options, env);
   if (!config.ok()) return config.status();
-  if (config->display_env) fputs(DisplayEnv(*config).c_str(), stderr);
-  const PoolOptions& options = config->pool;
-  std::unique_ptr<ThreadPool> pool(new ThreadPool(options));
+  if (WantsCalibration(*config)) {
+    // Once per process; a few milliseconds the first time.
+    ApplyCalibration(idle::ProcessCalibration(), *config);
+  }
+  if (config->display_env) absl::FPrintF(stderr, "%s", DisplayEnv(*config));
+  return Create(*std::move(config));
+}
+
+absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(Config config) {
+  if (WantsCalibration(config)) {
+    ApplyCalibration(idle::ProcessCalibration(), config);
+  }
+  std::unique_ptr<ThreadPool> pool(new ThreadPool(config.pool));
+  // The statistics show the calibration behind the block costs, if any.
+  pool->calibration_.note = config.pool.calibrate
+                                ? "not needed: code or the environment set "
+                                  "the block state's costs"
+                                : "off";
+  for (const char* name : {"HALTPOOL_BLOCK_EXIT_LATENCY_NS",
+                           "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS"}) {
+    const ResolvedVariable* v = config.Find(name);
+    if (v != nullptr && v->source == ValueSource::kCalibration) {
+      pool->calibration_ = idle::ProcessCalibration();
+      break;
+    }
+  }
   if (absl::Status s = pool->Start(); !s.ok()) return s;
   return pool;
 }
 
-ThreadPool::ThreadPool(const PoolOptions& options) : options_(options) {
+ThreadPool::ThreadPool(const PoolConfig& options) : options_(options) {
   if (!options_.on_exception) options_.on_exception = DefaultExceptionHandler;
 }
 
@@ -114,14 +138,6 @@ absl::Status ThreadPool::Start() {
   if (n == 0) n = quota->usable_cpus;
   max_pollers_ =
       options_.max_pollers ? options_.max_pollers : std::max(1, n / 2);
-  if (options_.calibrate) {
-    // Once per process; a few milliseconds the first time.
-    calibration_ = idle::ProcessCalibration();
-    if (calibration_.measured) {
-      options_.idle.block_exit_latency_ns = calibration_.block_wake_ns;
-      options_.idle.block_target_residency_ns = 2 * calibration_.block_wake_ns;
-    }
-  }
   contention_ = std::make_unique<ContentionMonitor>(
       options_.backoff, quota->usable_cpus, options_.idle.haltpoll.poll_ns,
       options_.contention_probe);

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "runtime/config.h"
 #include "runtime/contention_monitor.h"
 #include "runtime/environment.h"
 #include "runtime/pool_io.h"
@@ -44,13 +45,23 @@ inline constexpr int64_t kWorkerTimerSlackNs = 1;
 class ThreadPool {
  public:
   // Starts the workers with `options`, overridden by any HALTPOOL_*
-  // variable set in `env` (the environment has the last word). Fails with
-  // InvalidArgument naming the bad option or variable, FailedPrecondition if
-  // the wait mechanism cannot run here. With HALTPOOL_DISPLAY_ENV=1, prints
-  // the resolved configuration to stderr.
+  // variable set in `env` (the environment has the last word; the profile
+  // and calibration fill what neither sets). Fails with InvalidArgument
+  // naming the bad option or variable, FailedPrecondition naming
+  // HALTPOOL_WAIT if the wait mechanism cannot run here. With
+  // HALTPOOL_DISPLAY_ENV=1, prints the configuration the pool runs with,
+  // calibration included, to stderr.
   static absl::StatusOr<std::unique_ptr<ThreadPool>> Create(
       const PoolOptions& options = {},
       const Environment& env = ProcessEnvironment());
+
+  // Starts the workers with an already resolved configuration (ResolveConfig
+  // or ConfigFromEnvironmentOrExit, perhaps changed since), used as it is:
+  // nothing is resolved or printed again. Calibrates the block state's costs
+  // that are still the profile's or the default (when config.pool.calibrate
+  // is on). Fails with FailedPrecondition if the wait mechanism cannot run
+  // here.
+  static absl::StatusOr<std::unique_ptr<ThreadPool>> Create(Config config);
 
   // Shuts down (see Shutdown).
   ~ThreadPool();
@@ -104,7 +115,7 @@ class ThreadPool {
  private:
   struct Worker;
 
-  explicit ThreadPool(const PoolOptions& options);
+  explicit ThreadPool(const PoolConfig& options);
   absl::Status Start();
   void WorkerMain(Worker& w);
   // Runs one queued task if there is one: due timers first, then the own
@@ -124,10 +135,10 @@ class ThreadPool {
   absl::Status Enqueue(Job job);
   Worker* CurrentWorker() const noexcept;
 
-  PoolOptions options_;
+  PoolConfig options_;
   int max_pollers_ = 1;
   std::string placement_note_;  // How the worker count and pinning came about.
-  idle::Calibration calibration_;  // Empty if options_.calibrate is off.
+  idle::Calibration calibration_;  // Empty unless calibration set a cost.
   std::unique_ptr<ContentionMonitor> contention_;
   std::vector<std::unique_ptr<Worker>> workers_;
   TaskQueue injection_;

@@ -20,8 +20,6 @@
 namespace haltpool {
 namespace {
 
-constexpr std::array<PinMode, 3> kAllPinModes = {PinMode::kNone, PinMode::kCore,
-                                                 PinMode::kPu};
 
 std::vector<int> SortedUnique(std::vector<int> v) {
   std::sort(v.begin(), v.end());
@@ -135,24 +133,15 @@ absl::StatusOr<TopologyPtr> LoadHwloc() {
 
 }  // namespace
 
-absl::string_view PinModeName(PinMode mode) {
-  switch (mode) {
-    case PinMode::kNone:
-      return "none";
-    case PinMode::kCore:
-      return "core";
-    case PinMode::kPu:
-      return "pu";
-  }
-  return "unknown";
+absl::string_view PinModeName(PinMode mode) { return kPinModes.Name(mode); }
+
+absl::string_view PinModeNames() {
+  static const std::string* kJoined = new std::string(kPinModes.Names());
+  return *kJoined;
 }
 
-absl::string_view PinModeNames() { return "none|core|pu"; }
-
 absl::StatusOr<PinMode> ParsePinMode(absl::string_view name) {
-  for (PinMode mode : kAllPinModes) {
-    if (name == PinModeName(mode)) return mode;
-  }
+  if (std::optional<PinMode> mode = kPinModes.Parse(name)) return *mode;
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown pin mode '", name, "'; accepted: ", PinModeNames()));
 }

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "arch/named_enum.h"
 
 namespace haltpool {
 
@@ -25,6 +26,12 @@ enum class PinMode {
   kCore,  // Each worker on the logical CPUs (PUs) of one physical core.
   kPu,    // Each worker on exactly one logical CPU.
 };
+
+inline constexpr arch::NamedEnum<PinMode, 3> kPinModes({{
+    {PinMode::kNone, "none"},
+    {PinMode::kCore, "core"},
+    {PinMode::kPu, "pu"},
+}});
 
 // The lower-case name of `mode`: "none", "core" or "pu".
 absl::string_view PinModeName(PinMode mode);

@@ -4,8 +4,9 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 
 namespace haltpool {
 namespace {
@@ -13,21 +14,40 @@ namespace {
 constexpr std::array<std::pair<absl::string_view, int64_t>, 4> kUnits = {
     {{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}}};
 
+bool AllDigits(absl::string_view text) {
+  for (char c : text) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return !text.empty();
+}
+
 // Digits only, into an int64; errors name the problem.
 absl::StatusOr<int64_t> ParseDigits(absl::string_view digits) {
   if (digits.empty()) return absl::InvalidArgumentError("no number");
   if (digits[0] == '-') return absl::InvalidArgumentError("negative");
+  if (!AllDigits(digits)) return absl::InvalidArgumentError("not a number");
   int64_t v = 0;
-  for (char c : digits) {
-    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) {
-      return absl::InvalidArgumentError("not a number");
-    }
-    if (v > (INT64_MAX - (c - '0')) / 10) {
-      return absl::InvalidArgumentError("too large");
-    }
-    v = v * 10 + (c - '0');
+  if (!absl::SimpleAtoi(digits, &v)) {
+    return absl::InvalidArgumentError("too large");
   }
   return v;
+}
+
+// What is wrong with `text`, a number and one unit ns, us, ms or s for
+// absl::ParseDuration, before it is parsed; empty if nothing.
+std::string DurationSyntaxProblem(absl::string_view text) {
+  size_t number_end = 0;
+  while (number_end < text.size() &&
+         (absl::ascii_isdigit(static_cast<unsigned char>(text[number_end])) ||
+          text[number_end] == '.')) {
+    ++number_end;
+  }
+  const absl::string_view unit = text.substr(number_end);
+  if (number_end == 0 || unit.empty()) return "not a duration";
+  for (const auto& [name, ns] : kUnits) {
+    if (unit == name) return number_end > 18 ? "too large" : "";
+  }
+  return absl::StrCat("unknown unit '", unit, "'");
 }
 
 absl::Status Wrap(absl::string_view problem, absl::string_view accepted) {
@@ -48,38 +68,28 @@ std::string FormatDurationNs(int64_t ns) {
 absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text, int64_t min_ns,
                                         int64_t max_ns) {
   const std::string accepted = absl::StrCat(
-      "nanoseconds, or a whole number with a unit ns, us, ms or s (200us, "
-      "2ms), from ",
+      "nanoseconds, or a number with a unit ns, us, ms or s (200us, 1.5ms), "
+      "from ",
       FormatDurationNs(min_ns), " to ", FormatDurationNs(max_ns));
   if (text.empty()) return Wrap("empty", accepted);
-  size_t digits_end = 0;
-  while (digits_end < text.size() &&
-         (absl::ascii_isdigit(static_cast<unsigned char>(text[digits_end])) ||
-          (digits_end == 0 && text[0] == '-'))) {
-    ++digits_end;
+  if (text[0] == '-') return Wrap("negative", accepted);
+  int64_t ns = 0;
+  if (AllDigits(text)) {
+    absl::StatusOr<int64_t> v = ParseDigits(text);
+    if (!v.ok()) return Wrap(v.status().message(), accepted);
+    ns = *v;
+  } else {
+    if (std::string problem = DurationSyntaxProblem(text); !problem.empty()) {
+      return Wrap(problem, accepted);
+    }
+    absl::Duration d;
+    if (!absl::ParseDuration(text, &d)) return Wrap("not a duration", accepted);
+    if (d >= absl::Nanoseconds(INT64_MAX)) return Wrap("too large", accepted);
+    ns = absl::ToInt64Nanoseconds(d);
+    if (absl::Nanoseconds(ns) != d) {
+      return Wrap("not a whole number of nanoseconds", accepted);
+    }
   }
-  const absl::string_view unit = text.substr(digits_end);
-  int64_t scale = 0;
-  if (unit.empty()) scale = 1;
-  for (const auto& [name, ns] : kUnits) {
-    if (unit == name) scale = ns;
-  }
-  absl::StatusOr<int64_t> count = ParseDigits(text.substr(0, digits_end));
-  if (!count.ok()) {
-    if (text[0] == '-') return Wrap("negative", accepted);
-    return Wrap(count.status().message() == "no number"
-                    ? "not a duration"
-                    : count.status().message(),
-                accepted);
-  }
-  if (scale == 0 && absl::StartsWith(unit, ".")) {
-    return Wrap("not a whole number", accepted);
-  }
-  if (scale == 0) {
-    return Wrap(absl::StrCat("unknown unit '", unit, "'"), accepted);
-  }
-  if (*count > INT64_MAX / scale) return Wrap("too large", accepted);
-  const int64_t ns = *count * scale;
   if (ns < min_ns || ns > max_ns) return Wrap("out of range", accepted);
   return ns;
 }

@@ -13,9 +13,10 @@
 
 namespace haltpool {
 
-// A duration in nanoseconds: digits with an optional unit ns, us, ms or s
-// ("200000", "200us", "2ms"), within [min_ns, max_ns]. No sign, no spaces,
-// no fractions.
+// A duration in nanoseconds: digits alone (nanoseconds), or what
+// absl::ParseDuration takes with a unit ns, us, ms or s ("200us", "1.5ms"),
+// within [min_ns, max_ns] and a whole number of nanoseconds. No sign, no
+// spaces.
 absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text, int64_t min_ns,
                                         int64_t max_ns);
 

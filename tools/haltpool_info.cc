@@ -126,11 +126,9 @@ void PrintText(const Config& c, const Steal& steal,
          FormatDurationNs(p.block_target_residency_ns).c_str());
   printf("  why: %s\n", std::string(p.reason).c_str());
   printf("Calibration: %s\n", FormatCalibration(cal).c_str());
-  if (cal.measured) {
-    printf("  block state in use: exit latency %s, target residency %s\n",
-           FormatDurationNs(cal.block_wake_ns).c_str(),
-           FormatDurationNs(2 * cal.block_wake_ns).c_str());
-  }
+  printf("  block state in use: exit latency %s, target residency %s\n",
+         FormatDurationNs(c.pool.idle.block_exit_latency_ns).c_str(),
+         FormatDurationNs(c.pool.idle.block_target_residency_ns).c_str());
   printf("Configuration:\n");
   for (const ResolvedVariable& v : c.variables) {
     printf("  %s = '%s'  [%s]\n", v.name.c_str(), v.value.c_str(),
@@ -214,15 +212,20 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
-  const Config config = ConfigFromEnvironmentOrExit();
+  Config config = ConfigFromEnvironmentOrExit();
   const Steal steal = SampleSteal();
   const arch::KernelCpuidle kernel =
       arch::ReadKernelCpuidle(arch::RealSystemFiles());
+  // What a pool started now would run with: calibration fills the block
+  // costs that neither code nor the environment set.
   idle::Calibration cal;
-  if (config.pool.calibrate) {
+  if (WantsCalibration(config)) {
     cal = idle::ProcessCalibration();
+    ApplyCalibration(cal, config);
   } else {
-    cal.note = "off (HALTPOOL_CALIBRATE=0)";
+    cal.note = config.pool.calibrate
+                   ? "not needed (the environment sets both block costs)"
+                   : "off (HALTPOOL_CALIBRATE=0)";
   }
   if (json) {
     PrintJson(config, steal, kernel, cal);

@@ -10,9 +10,6 @@
 namespace haltpool {
 namespace {
 
-constexpr IoBackend kAllIoBackends[] = {IoBackend::kAuto, IoBackend::kUring,
-                                        IoBackend::kEpoll};
-
 // UringReactor::Create's codes for "missing" (ENOSYS, no opcode) and
 // "forbidden" (EPERM, EACCES): the cases where epoll should stand in.
 bool UringUnavailable(const absl::Status& status) {
@@ -34,23 +31,16 @@ absl::StatusOr<std::unique_ptr<IoReactor>> MakeEpoll(std::string* reason,
 }  // namespace
 
 absl::string_view IoBackendName(IoBackend backend) {
-  switch (backend) {
-    case IoBackend::kAuto:
-      return "auto";
-    case IoBackend::kUring:
-      return "uring";
-    case IoBackend::kEpoll:
-      return "epoll";
-  }
-  return "?";
+  return kIoBackends.Name(backend);
 }
 
-absl::string_view IoBackendNames() { return "auto|uring|epoll"; }
+absl::string_view IoBackendNames() {
+  static const std::string* kJoined = new std::string(kIoBackends.Names());
+  return *kJoined;
+}
 
 absl::StatusOr<IoBackend> ParseIoBackend(absl::string_view name) {
-  for (IoBackend backend : kAllIoBackends) {
-    if (name == IoBackendName(backend)) return backend;
-  }
+  if (std::optional<IoBackend> b = kIoBackends.Parse(name)) return *b;
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown I/O backend '", name, "'; accepted: ", IoBackendNames()));
 }

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "arch/named_enum.h"
 #include "runtime/io/io_reactor.h"
 
 namespace haltpool {
@@ -19,6 +20,12 @@ enum class IoBackend {
   kUring,  // io_uring or an error.
   kEpoll,  // epoll, even where io_uring works.
 };
+
+inline constexpr arch::NamedEnum<IoBackend, 3> kIoBackends({{
+    {IoBackend::kAuto, "auto"},
+    {IoBackend::kUring, "uring"},
+    {IoBackend::kEpoll, "epoll"},
+}});
 
 // The lower-case name of `backend`: "auto", "uring" or "epoll".
 absl::string_view IoBackendName(IoBackend backend);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -54,6 +55,15 @@ std::vector<Row> BadInputRows() {
   return rows;
 }
 
+// Parses `v` into an optional code field.
+template <typename T>
+bool SetNumber(absl::string_view v, std::optional<T>& field) {
+  T n;
+  if (!absl::SimpleAtoi(v, &n)) return false;
+  field = n;
+  return true;
+}
+
 // Code options a row may set, by the name it uses.
 const std::map<std::string, std::function<bool(absl::string_view, PoolOptions&)>>&
 OptionSetters() {
@@ -61,11 +71,11 @@ OptionSetters() {
       std::string, std::function<bool(absl::string_view, PoolOptions&)>>{
       {"options.workers",
        [](absl::string_view v, PoolOptions& o) {
-         return absl::SimpleAtoi(v, &o.workers);
+         return SetNumber(v, o.workers);
        }},
       {"options.max_pollers",
        [](absl::string_view v, PoolOptions& o) {
-         return absl::SimpleAtoi(v, &o.max_pollers);
+         return SetNumber(v, o.max_pollers);
        }},
       {"options.idle.governor",
        [](absl::string_view v, PoolOptions& o) {
@@ -76,15 +86,15 @@ OptionSetters() {
        }},
       {"options.idle.fixed_poll_ns",
        [](absl::string_view v, PoolOptions& o) {
-         return absl::SimpleAtoi(v, &o.idle.fixed_poll_ns);
+         return SetNumber(v, o.idle.fixed_poll_ns);
        }},
       {"options.idle.haltpoll.poll_ns",
        [](absl::string_view v, PoolOptions& o) {
-         return absl::SimpleAtoi(v, &o.idle.haltpoll.poll_ns);
+         return SetNumber(v, o.idle.haltpoll.poll_ns);
        }},
       {"options.idle.haltpoll.grow",
        [](absl::string_view v, PoolOptions& o) {
-         return absl::SimpleAtoi(v, &o.idle.haltpoll.grow);
+         return SetNumber(v, o.idle.haltpoll.grow);
        }},
   };
   return *setters;

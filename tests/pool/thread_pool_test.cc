@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "arch/cycle_clock.h"
 #include "gtest/gtest.h"
+#include "runtime/config.h"
 
 namespace haltpool {
 namespace {
@@ -275,6 +276,57 @@ TEST(PoolCalibration, TheMeasuredWakeCostIsTheBlockStatesExitLatency) {
       stats.workers[0].idle.states[idle::kBlockState];
   EXPECT_EQ(block.exit_latency_ns, stats.calibration.block_wake_ns);
   EXPECT_EQ(block.target_residency_ns, 2 * stats.calibration.block_wake_ns);
+}
+
+TEST(PoolOptionsFromCode, AGovernorEqualToTheDefaultSticksOnAProfiledHost) {
+  // kvm-shared's profile says predictive; the code says haltpoll, which is
+  // also the built-in default. The code's choice is what runs.
+  PoolOptions o;
+  o.workers = 1;
+  o.idle.governor = "haltpoll";
+  o.idle.haltpoll.poll_ns = PoolConfig{}.idle.haltpoll.poll_ns;
+  using Env = std::map<std::string, std::string>;
+  auto pool = *ThreadPool::Create(
+      o, MapEnvironment(Env{{"HALTPOOL_HYPERVISOR", "kvm-shared"}}));
+  const PoolStats stats = pool->Stats();
+  EXPECT_EQ(stats.workers[0].idle.governor, "haltpoll");
+  // The environment still has the last word.
+  auto overridden = *ThreadPool::Create(
+      o, MapEnvironment(Env{{"HALTPOOL_HYPERVISOR", "kvm-shared"},
+                            {"HALTPOOL_GOVERNOR", "block"}}));
+  EXPECT_EQ(overridden->Stats().workers[0].idle.governor, "block");
+}
+
+TEST(PoolOptionsFromCode, APoolFromAResolvedConfigRunsItAsItIs) {
+  const std::map<std::string, std::string> env = {
+      {"HALTPOOL_HYPERVISOR", "xen"}, {"HALTPOOL_CALIBRATE", "0"}};
+  absl::StatusOr<Config> config = ResolveConfig({}, MapEnvironment(env));
+  ASSERT_TRUE(config.ok()) << config.status();
+  config->pool.workers = 1;
+  config->pool.idle.governor = "fixed";
+  config->pool.idle.fixed_poll_ns = 3000;
+  auto pool = *ThreadPool::Create(*config);
+  const PoolStats stats = pool->Stats();
+  ASSERT_EQ(stats.workers.size(), 1u);
+  EXPECT_EQ(stats.workers[0].idle.governor, "fixed");
+  EXPECT_EQ(stats.workers[0].idle.states[idle::kBlockState].exit_latency_ns,
+            25000)
+      << "Xen's profile, not resolved again";
+}
+
+TEST(PoolCalibration, CostsSetInCodeAreNotCalibratedAway) {
+  PoolOptions o;
+  o.workers = 1;
+  o.idle.block_exit_latency_ns = 7000;
+  o.idle.block_target_residency_ns = 9000;
+  auto pool = *ThreadPool::Create(o, MapEnvironment());
+  const PoolStats stats = pool->Stats();
+  const idle::IdleState& block =
+      stats.workers[0].idle.states[idle::kBlockState];
+  EXPECT_EQ(block.exit_latency_ns, 7000);
+  EXPECT_EQ(block.target_residency_ns, 9000);
+  EXPECT_NE(FormatPoolStatsText(stats).find("Calibration: not needed"),
+            std::string::npos);
 }
 
 TEST(PoolCalibration, OffKeepsTheProfilesCosts) {

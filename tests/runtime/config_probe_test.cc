@@ -155,7 +155,8 @@ TEST(ConfigProbe, DisplayEnvGoesToStderr) {
               AllOf(StartsWith("HALTPOOL DISPLAY ENVIRONMENT BEGIN\n"),
                     HasSubstr("  HALTPOOL_GOVERNOR = 'poll'  [environment]\n"),
                     HasSubstr("  HALTPOOL_DISPLAY_ENV = '1'  [environment]\n"),
-                    HasSubstr("  HALTPOOL_POLL_NS = '200us'  [default]\n"),
+                    HasSubstr("  HALTPOOL_POLL_NS = '200us'  [profile]\n"),
+                    HasSubstr("  HALTPOOL_POLL_GROW = '2'  [default]\n"),
                     HasSubstr("  HALTPOOL_HYPERVISOR = 'kvm-dedicated'  "
                               "[environment]\n"),
                     HasSubstr("HALTPOOL DISPLAY ENVIRONMENT END\n")));

@@ -16,16 +16,19 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "arch/cpu_wait.h"
 #include "arch/hypervisor.h"
 #include "arch/wait_mechanism.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "idle/calibration.h"
 #include "idle/idle_options.h"
 #include "idle/profile.h"
 #include "runtime/environment.h"
 #include "runtime/io/io_backend.h"
 #include "runtime/pool_options.h"
 #include "runtime/topology.h"
+#include "runtime/tunables.h"
 
 namespace haltpool {
 namespace {
@@ -40,20 +43,27 @@ const std::vector<std::string> kVariableNames = {
     "HALTPOOL_POLL_NS",
     "HALTPOOL_POLL_GROW",     "HALTPOOL_POLL_GROW_START",
     "HALTPOOL_POLL_SHRINK",   "HALTPOOL_POLL_ALLOW_SHRINK",
-    "HALTPOOL_FIXED_POLL_NS", "HALTPOOL_WAIT",
+    "HALTPOOL_FIXED_POLL_NS", "HALTPOOL_BLOCK_EXIT_LATENCY_NS",
+    "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS", "HALTPOOL_WAIT",
     "HALTPOOL_WORKERS",       "HALTPOOL_MAX_POLLERS",
     "HALTPOOL_PIN",           "HALTPOOL_IO",
     "HALTPOOL_STATS",         "HALTPOOL_DISPLAY_ENV",
 };
 
-// Detection as on a KVM guest with dedicated CPUs: its profile is the
-// built-in defaults (idle/profile.h), so the tests below see them as
-// "default". ConfigProfile tests the other environments.
+// Detection as on a KVM guest with dedicated CPUs: its profile's values are
+// the built-in defaults (idle/profile.h), but they come from the profile.
+// ConfigProfile tests the other environments.
 arch::HypervisorInfo KvmDedicated() {
   arch::HypervisorInfo info;
   info.kind = arch::HostEnvironment::kKvmDedicated;
   info.vendor = "KVM";
   info.dedicated_hint = true;
+  return info;
+}
+
+arch::HypervisorInfo Detected(arch::HostEnvironment kind) {
+  arch::HypervisorInfo info;
+  info.kind = kind;
   return info;
 }
 
@@ -109,7 +119,10 @@ TEST(ConfigResolve, DefaultsWithAnEmptyEnvironment) {
   EXPECT_EQ(Names(c), kVariableNames) << "every variable, in table order";
   std::map<std::string, std::string> values;
   for (const ResolvedVariable& v : c.variables) {
-    EXPECT_EQ(v.source, ValueSource::kDefault) << v.name;
+    const bool profiled = FindTunable(v.name)->from_profile;
+    EXPECT_EQ(v.source,
+              profiled ? ValueSource::kProfile : ValueSource::kDefault)
+        << v.name;
     values[v.name] = v.value;
   }
   EXPECT_EQ(values["HALTPOOL_GOVERNOR"], "haltpoll");
@@ -160,8 +173,8 @@ TEST(ConfigResolve, CodeOverridesShowSourceCode) {
   EXPECT_EQ(Var(c, "HALTPOOL_POLL_ALLOW_SHRINK").value, "0");
   EXPECT_EQ(Source(c, "HALTPOOL_WAIT"), "code");
   EXPECT_EQ(Var(c, "HALTPOOL_WAIT").value, "spin");
-  // Untouched fields stay defaults.
-  EXPECT_EQ(Source(c, "HALTPOOL_POLL_NS"), "default");
+  // Untouched fields stay the profile's or the defaults.
+  EXPECT_EQ(Source(c, "HALTPOOL_POLL_NS"), "profile");
   EXPECT_EQ(Source(c, "HALTPOOL_POLL_GROW"), "default");
   EXPECT_EQ(Source(c, "HALTPOOL_DISPLAY_ENV"), "default");
 }
@@ -200,6 +213,8 @@ TEST(ConfigResolve, EveryVariableIsApplied) {
                               {"HALTPOOL_POLL_SHRINK", "0"},
                               {"HALTPOOL_POLL_ALLOW_SHRINK", "no"},
                               {"HALTPOOL_FIXED_POLL_NS", "5000"},
+                              {"HALTPOOL_BLOCK_EXIT_LATENCY_NS", "9us"},
+                              {"HALTPOOL_BLOCK_TARGET_RESIDENCY_NS", "19us"},
                               {"HALTPOOL_WAIT", "spin"},
                               {"HALTPOOL_WORKERS", "4096"},
                               {"HALTPOOL_MAX_POLLERS", "0"},
@@ -225,6 +240,8 @@ TEST(ConfigResolve, EveryVariableIsApplied) {
   EXPECT_EQ(c.pool.idle.haltpoll.shrink, 0);
   EXPECT_FALSE(c.pool.idle.haltpoll.allow_shrink);
   EXPECT_EQ(c.pool.idle.fixed_poll_ns, 5000);
+  EXPECT_EQ(c.pool.idle.block_exit_latency_ns, 9000);
+  EXPECT_EQ(c.pool.idle.block_target_residency_ns, 19000);
   EXPECT_EQ(c.pool.idle.wait, arch::WaitMechanism::kSpin);
   EXPECT_TRUE(c.display_env);
   for (const ResolvedVariable& v : c.variables) {
@@ -248,13 +265,39 @@ TEST(ConfigResolve, DurationsInEveryUnit) {
   }
 }
 
-TEST(ConfigResolve, EveryWaitNameIsAccepted) {
+TEST(ConfigResolve, EveryUsableWaitNameIsAccepted) {
   for (arch::WaitMechanism m : arch::kAllWaitMechanisms) {
     const std::string name(arch::WaitMechanismName(m));
-    const Config c = ResolveOk({{"HALTPOOL_WAIT", name}});
-    EXPECT_EQ(c.pool.idle.wait, m) << name;
-    EXPECT_EQ(Var(c, "HALTPOOL_WAIT").value, name);
+    const absl::StatusOr<Config> c = Resolve({{"HALTPOOL_WAIT", name}});
+    if (!arch::CheckWaitMechanism(m).ok()) {
+      // Unusable here: an error at start-up that names the variable.
+      ASSERT_FALSE(c.ok()) << name;
+      EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
+      EXPECT_THAT(std::string(c.status().message()),
+                  AllOf(HasSubstr(absl::StrCat("HALTPOOL_WAIT=", name)),
+                        HasSubstr("from environment"),
+                        HasSubstr("unavailable"), HasSubstr("accepted: ")));
+      continue;
+    }
+    ASSERT_TRUE(c.ok()) << name << ": " << c.status();
+    EXPECT_EQ(c->pool.idle.wait, m) << name;
+    EXPECT_EQ(Var(*c, "HALTPOOL_WAIT").value, name);
   }
+}
+
+TEST(ConfigResolve, AnUnusableWaitFromCodeNamesTheField) {
+  for (arch::WaitMechanism m : arch::kAllWaitMechanisms) {
+    if (arch::CheckWaitMechanism(m).ok()) continue;
+    PoolOptions code;
+    code.idle.wait = m;
+    const absl::StatusOr<Config> c = Resolve({}, code);
+    ASSERT_FALSE(c.ok()) << arch::WaitMechanismName(m);
+    EXPECT_THAT(std::string(c.status().message()),
+                AllOf(HasSubstr("HALTPOOL_WAIT="), HasSubstr("idle.wait"),
+                      HasSubstr("from code")));
+    return;
+  }
+  GTEST_SKIP() << "every wait mechanism is usable on this CPU";
 }
 
 TEST(ConfigResolve, OtherVariablesAreIgnored) {
@@ -353,7 +396,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Unknown unit, and a unit with no number.
         BadCase{"HALTPOOL_POLL_NS", "5x", {"unknown unit 'x'", kDurations}},
         BadCase{"HALTPOOL_POLL_NS", "5sec", {"unknown unit 'sec'"}},
-        BadCase{"HALTPOOL_POLL_NS", "1.5ms", {"not a whole number"}},
+        BadCase{"HALTPOOL_POLL_NS", "1.5ns", {"not a whole number"}},
         BadCase{"HALTPOOL_FIXED_POLL_NS", "us", {"not a duration"}},
         // A unit where none belongs.
         BadCase{"HALTPOOL_POLL_GROW", "2x", {"not a number"}},
@@ -397,8 +440,8 @@ TEST(ConfigUnknownVariable, IsRejectedWithTheKnownNames) {
 }
 
 TEST(ConfigUnknownVariable, MessageQuotesTheValueToo) {
-  // DESIGN.md: a bad setting "is an error that names the variable, the
-  // value and what is accepted". For a misspelt variable the value is what
+  // docs/DESIGN.md: a bad setting is an error that names the variable, the
+  // value and what is accepted. For a misspelt variable the value is what
   // lets the operator find the line they wrote (HALTPOOL_POLLNS=200us).
   const absl::StatusOr<Config> r = Resolve({{"HALTPOOL_POLLNS", "200us"}});
   ASSERT_FALSE(r.ok());
@@ -420,12 +463,13 @@ TEST(ConfigBadCode, IsReportedAsCode) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()),
-              AllOf(HasSubstr("from code"), HasSubstr("haltpoll.grow = 0"),
+              AllOf(HasSubstr("from code"),
+                    HasSubstr("idle.haltpoll.grow (HALTPOOL_POLL_GROW) = 0"),
                     HasSubstr("1 to 1024")));
   code = {};
   code.idle.governor = "menu";
   EXPECT_THAT(std::string(Resolve({}, code).status().message()),
-              AllOf(HasSubstr("from code"), HasSubstr("'menu'"),
+              AllOf(HasSubstr("from code"), HasSubstr("= menu"),
                     HasSubstr(kGovernors)));
 }
 
@@ -475,50 +519,66 @@ TEST(ConfigDisplay, ListsEveryVariableWithItsSource) {
   }
   EXPECT_THAT(out, HasSubstr("  HALTPOOL_GOVERNOR = 'poll'  [environment]\n"));
   EXPECT_THAT(out, HasSubstr("  HALTPOOL_FIXED_POLL_NS = '3us'  [code]\n"));
-  EXPECT_THAT(out, HasSubstr("  HALTPOOL_POLL_NS = '200us'  [default]\n"));
+  EXPECT_THAT(out, HasSubstr("  HALTPOOL_POLL_NS = '200us'  [profile]\n"));
+  EXPECT_THAT(out, HasSubstr("  HALTPOOL_POLL_GROW = '2'  [default]\n"));
   EXPECT_THAT(out, HasSubstr("  HALTPOOL_WAIT = 'auto'  [default]\n"));
 }
 
 TEST(ConfigDisplay, SourceNames) {
   EXPECT_EQ(ValueSourceName(ValueSource::kDefault), "default");
   EXPECT_EQ(ValueSourceName(ValueSource::kProfile), "profile");
+  EXPECT_EQ(ValueSourceName(ValueSource::kCalibration), "calibration");
   EXPECT_EQ(ValueSourceName(ValueSource::kCode), "code");
   EXPECT_EQ(ValueSourceName(ValueSource::kEnvironment), "environment");
 }
 
-TEST(ConfigDisplay, DocumentedVariablesMatchTheResolvedOnes) {
-  const std::vector<VariableDoc> docs = DocumentedVariables();
+TEST(ConfigDisplay, TheTunablesTableMatchesTheResolvedVariables) {
   const Config defaults = ResolveOk({});
-  ASSERT_EQ(docs.size(), kVariableNames.size());
-  for (size_t i = 0; i < docs.size(); ++i) {
-    EXPECT_EQ(docs[i].name, kVariableNames[i]);
-    if (docs[i].default_value != kProfileDefault) {
-      EXPECT_EQ(docs[i].default_value, defaults.variables[i].value)
-          << docs[i].name;
+  ASSERT_EQ(Tunables().size(), kVariableNames.size());
+  for (size_t i = 0; i < Tunables().size(); ++i) {
+    const Tunable& t = Tunables()[i];
+    EXPECT_EQ(t.variable, kVariableNames[i]);
+    EXPECT_EQ(t.default_value, t.format(Config{})) << t.variable;
+    if (!t.from_profile) {
+      EXPECT_EQ(t.default_value, defaults.variables[i].value) << t.variable;
     }
-    EXPECT_FALSE(docs[i].meaning.empty()) << docs[i].name;
+    EXPECT_FALSE(t.help.empty()) << t.variable;
+    EXPECT_FALSE(t.accepted.empty()) << t.variable;
   }
 }
 
-TEST(ConfigDisplay, TheProfileGivesTheDefaultsOfTheGovernorAndPollCap) {
+TEST(ConfigDisplay, TheProfileGivesTheGovernorThePollCapAndTheBlockCosts) {
   std::vector<std::string> from_profile;
-  for (const VariableDoc& d : DocumentedVariables()) {
-    if (d.default_value == kProfileDefault) {
-      from_profile.push_back(std::string(d.name));
-    }
+  for (const Tunable& t : Tunables()) {
+    if (t.from_profile) from_profile.push_back(std::string(t.variable));
   }
   EXPECT_THAT(from_profile,
-              ElementsAre("HALTPOOL_GOVERNOR", "HALTPOOL_POLL_NS"));
+              ElementsAre("HALTPOOL_GOVERNOR", "HALTPOOL_POLL_NS",
+                          "HALTPOOL_BLOCK_EXIT_LATENCY_NS",
+                          "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS"));
+}
+
+TEST(ConfigDisplay, NamesEverySource) {
+  PoolOptions code;
+  code.idle.block_exit_latency_ns = 4000;
+  Config c = ResolveOk({{"HALTPOOL_POLL_GROW", "3"}}, code,
+                       Detected(arch::HostEnvironment::kKvmShared));
+  idle::Calibration measured;
+  measured.measured = true;
+  measured.block_wake_ns = 21000;
+  ApplyCalibration(measured, c);
+  const std::string out = DisplayEnv(c);
+  EXPECT_THAT(out, HasSubstr("  HALTPOOL_POLL_GROW = '3'  [environment]\n"));
+  EXPECT_THAT(out, HasSubstr(
+                       "  HALTPOOL_BLOCK_EXIT_LATENCY_NS = '4us'  [code]\n"));
+  EXPECT_THAT(out, HasSubstr("  HALTPOOL_BLOCK_TARGET_RESIDENCY_NS = '42us'  "
+                             "[calibration]\n"));
+  EXPECT_THAT(out, HasSubstr("  HALTPOOL_GOVERNOR = 'predictive'  [profile]\n"));
+  EXPECT_THAT(out, HasSubstr("  HALTPOOL_POLL_SHRINK = '2'  [default]\n"));
 }
 
 // --- Profiles
 // ---------------------------------------------------------------
-
-arch::HypervisorInfo Detected(arch::HostEnvironment kind) {
-  arch::HypervisorInfo info;
-  info.kind = kind;
-  return info;
-}
 
 TEST(ConfigProfile, EachEnvironmentGetsItsProfile) {
   for (arch::HostEnvironment e : arch::kAllHostEnvironments) {
@@ -572,23 +632,88 @@ TEST(ConfigProfile, CodeAndEnvironmentWinOverTheProfile) {
   EXPECT_EQ(Source(c, "HALTPOOL_POLL_NS"), "environment");
 }
 
-TEST(ConfigProfile, CodeThatSetsTheBlockCostsKeepsThemUncalibrated) {
+TEST(ConfigProfile, CalibrationFillsOnlyWhatCodeAndEnvironmentLeft) {
   PoolOptions code;
   code.idle.block_exit_latency_ns = 1234;
-  const Config c =
-      ResolveOk({}, code, Detected(arch::HostEnvironment::kKvmShared));
+  Config c = ResolveOk({}, code, Detected(arch::HostEnvironment::kKvmShared));
+  EXPECT_TRUE(c.pool.calibrate);
+  EXPECT_TRUE(WantsCalibration(c)) << "the residency is still the profile's";
+  idle::Calibration measured;
+  measured.measured = true;
+  measured.block_wake_ns = 30000;
+  ApplyCalibration(measured, c);
   EXPECT_EQ(c.pool.idle.block_exit_latency_ns, 1234);
-  EXPECT_FALSE(c.pool.calibrate);
+  EXPECT_EQ(Source(c, "HALTPOOL_BLOCK_EXIT_LATENCY_NS"), "code");
+  EXPECT_EQ(c.pool.idle.block_target_residency_ns, 60000);
+  EXPECT_EQ(Source(c, "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS"), "calibration");
+  EXPECT_EQ(Var(c, "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS").value, "60us");
+  EXPECT_FALSE(WantsCalibration(c));
 }
 
-TEST(ConfigProfile, AResolvedConfigPassedBackAsCodeStillCalibrates) {
-  const Config first =
-      ResolveOk({}, {}, Detected(arch::HostEnvironment::kKvmShared));
-  const Config again =
-      ResolveOk({}, first.pool, Detected(arch::HostEnvironment::kKvmShared));
-  EXPECT_TRUE(again.pool.calibrate);
-  EXPECT_EQ(again.pool.idle.block_exit_latency_ns,
-            first.pool.idle.block_exit_latency_ns);
+TEST(ConfigProfile, NoCalibrationWhereItIsOffOrNothingIsLeft) {
+  idle::Calibration measured;
+  measured.measured = true;
+  measured.block_wake_ns = 30000;
+  Config off = ResolveOk({{"HALTPOOL_CALIBRATE", "0"}});
+  EXPECT_FALSE(WantsCalibration(off));
+  ApplyCalibration(measured, off);
+  EXPECT_EQ(Source(off, "HALTPOOL_BLOCK_EXIT_LATENCY_NS"), "profile");
+  Config set = ResolveOk({{"HALTPOOL_BLOCK_EXIT_LATENCY_NS", "5us"},
+                          {"HALTPOOL_BLOCK_TARGET_RESIDENCY_NS", "10us"}});
+  EXPECT_FALSE(WantsCalibration(set));
+  ApplyCalibration(measured, set);
+  EXPECT_EQ(set.pool.idle.block_exit_latency_ns, 5000);
+  EXPECT_EQ(set.pool.idle.block_target_residency_ns, 10000);
+  Config unmeasured = ResolveOk({});
+  ApplyCalibration(idle::Calibration{}, unmeasured);
+  EXPECT_EQ(Source(unmeasured, "HALTPOOL_BLOCK_EXIT_LATENCY_NS"), "profile");
+}
+
+// Every field set in code to its built-in default, on a host whose profile
+// says otherwise: each keeps the code's value, and says so.
+TEST(ConfigProfile, CodeValuesEqualToTheDefaultsStick) {
+  const PoolConfig d;
+  PoolOptions code;
+  code.workers = d.workers;
+  code.max_pollers = d.max_pollers;
+  code.pin = d.pin;
+  code.io = d.io;
+  code.calibrate = d.calibrate;
+  code.backoff = d.backoff;
+  code.print_stats = d.print_stats;
+  code.idle.governor = d.idle.governor;
+  code.idle.haltpoll.poll_ns = d.idle.haltpoll.poll_ns;
+  code.idle.haltpoll.grow = d.idle.haltpoll.grow;
+  code.idle.haltpoll.grow_start = d.idle.haltpoll.grow_start;
+  code.idle.haltpoll.shrink = d.idle.haltpoll.shrink;
+  code.idle.haltpoll.allow_shrink = d.idle.haltpoll.allow_shrink;
+  code.idle.fixed_poll_ns = d.idle.fixed_poll_ns;
+  code.idle.block_exit_latency_ns = d.idle.block_exit_latency_ns;
+  code.idle.block_target_residency_ns = d.idle.block_target_residency_ns;
+  code.idle.wait = arch::WaitMechanism::kSpin;  // Unset is its default.
+  for (arch::HostEnvironment e :
+       {arch::HostEnvironment::kKvmShared, arch::HostEnvironment::kBareMetal,
+        arch::HostEnvironment::kZvm}) {
+    Config c = ResolveOk({}, code, Detected(e));
+    EXPECT_EQ(c.pool.idle.governor, "haltpoll") << "not the profile's";
+    EXPECT_EQ(c.pool.idle.haltpoll.poll_ns, d.idle.haltpoll.poll_ns);
+    EXPECT_EQ(c.pool.idle.block_exit_latency_ns,
+              d.idle.block_exit_latency_ns);
+    EXPECT_EQ(c.pool.idle.block_target_residency_ns,
+              d.idle.block_target_residency_ns);
+    for (const Tunable& t : Tunables()) {
+      if (t.field.empty()) continue;
+      EXPECT_EQ(Source(c, std::string(t.variable)), "code") << t.variable;
+    }
+    EXPECT_FALSE(WantsCalibration(c)) << "code set both block costs";
+    EXPECT_THAT(DisplayEnv(c),
+                HasSubstr("  HALTPOOL_GOVERNOR = 'haltpoll'  [code]\n"));
+  }
+  // The environment still has the last word.
+  const Config env = ResolveOk({{"HALTPOOL_GOVERNOR", "block"}}, code,
+                               Detected(arch::HostEnvironment::kKvmShared));
+  EXPECT_EQ(env.pool.idle.governor, "block");
+  EXPECT_EQ(Source(env, "HALTPOOL_GOVERNOR"), "environment");
 }
 
 TEST(ConfigProfile, BadHypervisorValuesAreRejected) {

@@ -78,7 +78,7 @@ TEST(ParseDuration, RejectsEveryBadInputClass) {
   ExpectDurationRejected("5x", "unknown unit 'x'");
   ExpectDurationRejected("5sec", "unknown unit 'sec'");
   ExpectDurationRejected("5 us", "unknown unit ' us'");
-  ExpectDurationRejected("1.5ms", "not a whole number");
+  ExpectDurationRejected("1.5ns", "not a whole number of nanoseconds");
   ExpectDurationRejected("5US", "unknown unit 'US'");
   ExpectDurationRejected("5m", "unknown unit 'm'");
 }
@@ -87,6 +87,13 @@ TEST(ParseDuration, RejectsSignsAndSpaces) {
   for (const char* text : {"+5", " 5", "5 ", "\t5us", "5us\n", "ms5", "5-"}) {
     EXPECT_FALSE(ParseDurationNs(text, 0, kMax).ok()) << "'" << text << "'";
   }
+}
+
+TEST(ParseDuration, TakesFractionsThatAreWholeNanoseconds) {
+  EXPECT_EQ(*ParseDurationNs("1.5ms", 0, kMax), 1500000);
+  EXPECT_EQ(*ParseDurationNs("0.5us", 0, kMax), 500);
+  EXPECT_EQ(*ParseDurationNs(".25s", 0, kMax), 250000000);
+  EXPECT_FALSE(ParseDurationNs("1.2.3ms", 0, kMax).ok());
 }
 
 TEST(ParseDuration, RangeIsSpelledInTheMessage) {
