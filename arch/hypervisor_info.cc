@@ -1,0 +1,56 @@
+#include "arch/hypervisor_info.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace haltpool::arch {
+namespace {
+
+constexpr std::array<absl::string_view, kAllHostEnvironments.size()> kNames = {
+    "bare-metal", "kvm-dedicated", "kvm-shared", "hyperv",   "vmware",
+    "xen",        "zvm",           "lpar",       "kvm-s390", "unknown-vm"};
+
+}  // namespace
+
+absl::string_view HostEnvironmentName(HostEnvironment e) {
+  const size_t i = static_cast<size_t>(e);
+  return i < kNames.size() ? kNames[i] : "unknown";
+}
+
+absl::StatusOr<HostEnvironment> ParseHostEnvironment(absl::string_view name) {
+  for (HostEnvironment e : kAllHostEnvironments) {
+    if (HostEnvironmentName(e) == name) return e;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown environment '", name, "'; accepted: ", HostEnvironmentNames()));
+}
+
+absl::string_view HostEnvironmentNames() {
+  static const std::string* kJoined =
+      new std::string(absl::StrJoin(kNames, "|"));
+  return *kJoined;
+}
+
+std::string DescribeHypervisor(const HypervisorInfo& info) {
+  auto yn = [](bool b) { return b ? "yes" : "no"; };
+  std::string out(HostEnvironmentName(info.kind));
+  if (!info.vendor.empty()) absl::StrAppend(&out, ": ", info.vendor);
+  absl::StrAppend(&out, " (", info.source, "); dedicated hint ",
+                  yn(info.dedicated_hint), ", steal time ", yn(info.steal_time),
+                  ", poll control ", yn(info.poll_control));
+  return out;
+}
+
+HypervisorInfo FoundHypervisor(HostEnvironment kind, std::string vendor,
+                               std::string source) {
+  HypervisorInfo info;
+  info.kind = kind;
+  info.vendor = std::move(vendor);
+  info.source = std::move(source);
+  info.steal_time = kind == HostEnvironment::kXen;  // Its runstate area.
+  return info;
+}
+
+}  // namespace haltpool::arch
