@@ -64,6 +64,7 @@ set(HALTPOOL_HEADERS
   arch/proc_stat.h
   arch/s390_sysinfo.h
   arch/s390x/cpu_wait.h
+  arch/spin_loop.h
   arch/system_files.h
   arch/timer_slack.h
   arch/wait_mechanism.h
