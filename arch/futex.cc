@@ -6,6 +6,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+
+#include "absl/time/time.h"
 #include "arch/cycle_clock.h"
 
 namespace haltpool::arch {
@@ -27,9 +30,7 @@ FutexWaitResult FutexWaitUntil(const std::atomic<uint32_t>& word,
   timespec ts;
   timespec* tsp = nullptr;
   if (deadline_ns != kNoDeadline) {
-    if (deadline_ns < 0) deadline_ns = 0;
-    ts.tv_sec = deadline_ns / 1000000000;
-    ts.tv_nsec = deadline_ns % 1000000000;
+    ts = absl::ToTimespec(absl::Nanoseconds(std::max<int64_t>(deadline_ns, 0)));
     tsp = &ts;
   }
   for (;;) {

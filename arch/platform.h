@@ -2,8 +2,11 @@
 // haltpool::arch::platform, the same small set of inline functions: Relax,
 // ReadCycles, CyclesPerNsHint, DetectFeatures, Supports, MissingReason, Best
 // and Wait (cpu_wait.h), and kHasCpuid and Cpuid for hypervisor detection
-// (cpuid.h; architectures without CPUID share generic/cpuid.h). Define
-// HALTPOOL_ARCH_GENERIC to force the portable fallback.
+// (cpuid.h; architectures without CPUID share generic/cpuid.h). A backend's
+// Wait describes each mechanism as a waiter for the one loop in
+// arch/spin_loop.h. The per-architecture files refuse to be included from
+// anywhere but here (#error). Define HALTPOOL_ARCH_GENERIC to force the
+// portable fallback.
 
 #ifndef HALTPOOL_ARCH_PLATFORM_H_
 #define HALTPOOL_ARCH_PLATFORM_H_

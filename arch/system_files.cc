@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace haltpool::arch {
@@ -39,6 +40,13 @@ class RealFiles final : public SystemFiles {
 const SystemFiles& RealSystemFiles() {
   static const RealFiles kFiles;
   return kFiles;
+}
+
+std::optional<std::string> ReadTrimmed(const SystemFiles& files,
+                                       absl::string_view path) {
+  absl::StatusOr<std::string> content = files.Read(path);
+  if (!content.ok()) return std::nullopt;
+  return std::string(absl::StripAsciiWhitespace(*content));
 }
 
 void FakeSystemFiles::Set(absl::string_view path, absl::string_view content) {

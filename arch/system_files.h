@@ -9,6 +9,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -31,6 +32,11 @@ class SystemFiles {
 // The real file system. Each Read opens, reads and closes the file; nothing
 // is cached. Lives for the whole process.
 const SystemFiles& RealSystemFiles();
+
+// The content of `path` with leading and trailing blanks and newlines
+// removed, as sysfs attributes are read; nullopt if it cannot be read.
+std::optional<std::string> ReadTrimmed(const SystemFiles& files,
+                                       absl::string_view path);
 
 // A fixed map from path to content, for tests. Paths are matched exactly
 // (no normalization); a path not in the map is NotFound.

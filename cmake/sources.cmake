@@ -4,11 +4,17 @@
 # The library: every source of //:haltpool (the pool) and //:parker.
 set(HALTPOOL_SOURCES
   arch/contention_signals.cc
+  arch/cpuid_hypervisor.cc
   arch/cpu_features.cc
   arch/cpu_wait.cc
   arch/cycle_clock.cc
+  arch/firmware_hypervisor.cc
   arch/futex.cc
   arch/hypervisor.cc
+  arch/hypervisor_info.cc
+  arch/kernel_cpuidle.cc
+  arch/proc_stat.cc
+  arch/s390_sysinfo.cc
   arch/system_files.cc
   arch/timer_slack.cc
   arch/wait_mechanism.cc
@@ -44,16 +50,23 @@ set(HALTPOOL_SOURCES
 set(HALTPOOL_HEADERS
   arch/aarch64/cpu_wait.h
   arch/contention_signals.h
+  arch/cpuid_hypervisor.h
   arch/cpu_features.h
   arch/cpu_wait.h
   arch/cycle_clock.h
+  arch/firmware_hypervisor.h
   arch/futex.h
   arch/generic/cpu_wait.h
   arch/generic/cpuid.h
   arch/hypervisor.h
+  arch/hypervisor_info.h
+  arch/kernel_cpuidle.h
   arch/named_enum.h
   arch/platform.h
+  arch/proc_stat.h
+  arch/s390_sysinfo.h
   arch/s390x/cpu_wait.h
+  arch/spin_loop.h
   arch/system_files.h
   arch/timer_slack.h
   arch/wait_mechanism.h
@@ -107,6 +120,7 @@ set(HALTPOOL_TESTS
   tests/arch/cycle_clock_test.cc
   tests/arch/futex_test.cc
   tests/arch/hypervisor_test.cc
+  tests/arch/proc_stat_test.cc
   tests/arch/system_files_test.cc
   tests/arch/timer_slack_test.cc
   tests/arch/wait_mechanism_test.cc

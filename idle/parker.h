@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "absl/status/statusor.h"
 #include "arch/cycle_clock.h"
@@ -91,6 +92,13 @@ class alignas(64) WakeWord {
   std::atomic<uint64_t> wakes_not_idle_{0};
   std::atomic<uint64_t> wakes_syscall_{0};
 };
+
+// What the comment above promises, checked: a lock-based atomic would keep
+// its lock in this process, and the futex word must be the bare 32 bits.
+static_assert(std::is_standard_layout_v<WakeWord>);
+static_assert(std::atomic<uint32_t>::is_always_lock_free &&
+              sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
 // The waiter's side: the governor, the state table and the statistics. One
 // thread parks on it at a time; it does not own the WakeWord.

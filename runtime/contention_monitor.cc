@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "arch/contention_signals.h"
+#include "arch/proc_stat.h"
 
 namespace haltpool {
 
@@ -39,13 +40,13 @@ idle::ContentionSample ContentionMonitor::Read(int pollers, int64_t preempted) {
   s.preempted = preempted;
   // One read of /proc/stat gives both steal and procs_running, into a fixed
   // buffer: the sampler is a worker about to idle, a path that allocates
-  // nothing. Unreadable (a sandbox without /proc): no signal from it,
-  // polling goes on.
-  arch::ProcStatSignals now;
-  if (!arch::ReadProcStatSignalsNoAlloc(now)) return s;
-  if (last_) s.steal_fraction = arch::StealFraction(*last_, now);
-  last_ = now;
-  s.runnable = std::max<int64_t>(0, now.procs_running - pollers);
+  // nothing. Unreadable (a sandbox without /proc) or without procs_running:
+  // no signal from it, polling goes on.
+  arch::ProcStat now;
+  if (!arch::ReadProcStatNoAlloc(now) || !now.procs_running) return s;
+  if (last_) s.steal_fraction = arch::StealFraction(*last_, now.cpu);
+  last_ = now.cpu;
+  s.runnable = std::max<int64_t>(0, *now.procs_running - pollers);
   return s;
 }
 

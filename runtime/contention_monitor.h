@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "arch/contention_signals.h"
+#include "arch/proc_stat.h"
 #include "idle/governor.h"
 #include "idle/poll_backoff.h"
 
@@ -77,7 +77,7 @@ class ContentionMonitor {
   std::atomic<int> level_{0};
   mutable std::mutex mu_;  // Guards what follows; the sampler holds it.
   idle::PollBackoff backoff_;
-  std::optional<arch::ProcStatSignals> last_;  // The previous reading.
+  std::optional<arch::CpuTimes> last_;  // The previous reading.
 };
 
 }  // namespace haltpool

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "runtime/cpu_quota.h"
 
 namespace haltpool {
@@ -225,10 +226,10 @@ Topology LoadTopology(const std::vector<int>& allowed, bool force_fallback) {
   if (topology.ok()) return *std::move(topology);
   static std::once_flag reported;
   std::call_once(reported, [&] {
-    fprintf(stderr,
-            "haltpool: hwloc topology unavailable (%s); assuming each allowed "
-            "CPU is its own core\n",
-            topology.status().ToString().c_str());
+    absl::FPrintF(stderr,
+                  "haltpool: hwloc topology unavailable (%s); assuming each "
+                  "allowed CPU is its own core\n",
+                  topology.status().ToString());
   });
   return FallbackTopology(allowed, topology.status().ToString());
 }

@@ -4,12 +4,17 @@
 #ifndef HALTPOOL_ARCH_AARCH64_CPU_WAIT_H_
 #define HALTPOOL_ARCH_AARCH64_CPU_WAIT_H_
 
+#ifndef HALTPOOL_ARCH_PLATFORM_H_
+#error "include arch/platform.h, not arch/aarch64/cpu_wait.h"
+#endif
+
 #include <sys/auxv.h>
 
 #include <atomic>
 #include <cstdint>
 
 #include "arch/cpu_features.h"
+#include "arch/spin_loop.h"
 #include "arch/wait_mechanism.h"
 
 namespace haltpool::arch::platform {
@@ -20,8 +25,8 @@ inline constexpr const char* kArchName = "aarch64";
 inline constexpr unsigned long kHwcapEvtstrm = 1UL << 2;
 inline constexpr unsigned long kHwcap2Wfxt = 1UL << 31;
 
-// Loads between two counter reads in the YIELD loop (the counter read is a
-// cheap system-register read; YIELD is a hint that may be a no-op).
+// Loads between two counter reads in the YIELD and spin loops (the counter read
+// is a cheap system-register read; YIELD is a hint that may be a no-op).
 inline constexpr int kLoadsPerClockRead = 16;
 
 inline void Relax() noexcept { asm volatile("yield" ::: "memory"); }
@@ -87,17 +92,19 @@ inline uint32_t LoadExclusive(const std::atomic<uint32_t>& word) noexcept {
   return v;
 }
 
+// The waiters SpinWhileEqual runs (arch/spin_loop.h), one per mechanism.
+
 // LDAXR arms the monitor, then WFE (bounded by the event stream) or WFET
 // (bounded by the deadline itself) until the word changes or time is up.
 template <bool kTimed>
-inline uint32_t WaitForEvent(const std::atomic<uint32_t>& word, uint32_t old,
-                             uint64_t deadline) noexcept {
-  for (;;) {
-    uint32_t v = LoadExclusive(word);
-    if (v != old || ReadCycles() >= deadline) {
-      asm volatile("clrex" ::: "memory");
-      return v;
-    }
+struct EventWaiter {
+  static constexpr int kLoadsPerClockRead = 1;
+  static uint32_t Load(const std::atomic<uint32_t>& word) noexcept {
+    return LoadExclusive(word);
+  }
+  static void Relax() noexcept {}
+  static uint64_t Now() noexcept { return ReadCycles(); }
+  static void Wait(uint64_t, uint64_t deadline) noexcept {
     if constexpr (kTimed) {
       // WFET x<n>: 0xd5031000 | n. Spelled as an encoding so older
       // assemblers build it; the deadline is absolute in CNTVCT units.
@@ -107,36 +114,37 @@ inline uint32_t WaitForEvent(const std::atomic<uint32_t>& word, uint32_t old,
       asm volatile("wfe" ::: "memory");
     }
   }
-}
+  static void Done() noexcept { asm volatile("clrex" ::: "memory"); }
+};
 
-inline uint32_t WaitYield(const std::atomic<uint32_t>& word, uint32_t old,
-                          uint64_t deadline, bool yield) noexcept {
-  for (;;) {
-    for (int i = 0; i < kLoadsPerClockRead; ++i) {
-      uint32_t v = word.load(std::memory_order_acquire);
-      if (v != old) return v;
-      if (yield) {
-        asm volatile("yield" ::: "memory");
-      } else {
-        asm volatile("" ::: "memory");
-      }
-    }
-    if (ReadCycles() >= deadline) return word.load(std::memory_order_acquire);
-  }
-}
+// YIELD between loads, the counter every kLoadsPerClockRead loads.
+struct YieldWaiter : PlainLoad {
+  static constexpr int kLoadsPerClockRead = platform::kLoadsPerClockRead;
+  static void Relax() noexcept { asm volatile("yield" ::: "memory"); }
+  static uint64_t Now() noexcept { return ReadCycles(); }
+  static void Wait(uint64_t, uint64_t) noexcept { Relax(); }
+};
+
+// Loads alone, with only a compiler barrier between them.
+struct SpinWaiter : PlainLoad {
+  static constexpr int kLoadsPerClockRead = platform::kLoadsPerClockRead;
+  static void Relax() noexcept { asm volatile("" ::: "memory"); }
+  static uint64_t Now() noexcept { return ReadCycles(); }
+  static void Wait(uint64_t, uint64_t) noexcept { Relax(); }
+};
 
 // Callers have checked Supports(m) before.
 inline uint32_t Wait(WaitMechanism m, const std::atomic<uint32_t>& word,
                      uint32_t old, uint64_t deadline) noexcept {
   switch (m) {
     case WaitMechanism::kWfet:
-      return WaitForEvent</*kTimed=*/true>(word, old, deadline);
+      return SpinWhileEqual<EventWaiter</*kTimed=*/true>>(word, old, deadline);
     case WaitMechanism::kWfe:
-      return WaitForEvent</*kTimed=*/false>(word, old, deadline);
+      return SpinWhileEqual<EventWaiter</*kTimed=*/false>>(word, old, deadline);
     case WaitMechanism::kYield:
-      return WaitYield(word, old, deadline, /*yield=*/true);
+      return SpinWhileEqual<YieldWaiter>(word, old, deadline);
     default:
-      return WaitYield(word, old, deadline, /*yield=*/false);
+      return SpinWhileEqual<SpinWaiter>(word, old, deadline);
   }
 }
 

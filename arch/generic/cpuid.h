@@ -5,6 +5,10 @@
 #ifndef HALTPOOL_ARCH_GENERIC_CPUID_H_
 #define HALTPOOL_ARCH_GENERIC_CPUID_H_
 
+#ifndef HALTPOOL_ARCH_PLATFORM_H_
+#error "include arch/platform.h, not arch/generic/cpuid.h"
+#endif
+
 #include <cstdint>
 
 namespace haltpool::arch::platform {

@@ -4,10 +4,15 @@
 #ifndef HALTPOOL_ARCH_S390X_CPU_WAIT_H_
 #define HALTPOOL_ARCH_S390X_CPU_WAIT_H_
 
+#ifndef HALTPOOL_ARCH_PLATFORM_H_
+#error "include arch/platform.h, not arch/s390x/cpu_wait.h"
+#endif
+
 #include <atomic>
 #include <cstdint>
 
 #include "arch/cpu_features.h"
+#include "arch/spin_loop.h"
 #include "arch/wait_mechanism.h"
 
 namespace haltpool::arch::platform {
@@ -48,16 +53,18 @@ inline WaitMechanism Best(const CpuFeatures&) noexcept {
   return WaitMechanism::kSpin;
 }
 
+// Loads with a compiler barrier between them, the TOD clock every
+// kLoadsPerClockRead loads (arch/spin_loop.h runs it).
+struct SpinWaiter : PlainLoad {
+  static constexpr int kLoadsPerClockRead = platform::kLoadsPerClockRead;
+  static void Relax() noexcept { platform::Relax(); }
+  static uint64_t Now() noexcept { return ReadCycles(); }
+  static void Wait(uint64_t, uint64_t) noexcept { Relax(); }
+};
+
 inline uint32_t Wait(WaitMechanism, const std::atomic<uint32_t>& word,
                      uint32_t old, uint64_t deadline) noexcept {
-  for (;;) {
-    for (int i = 0; i < kLoadsPerClockRead; ++i) {
-      uint32_t v = word.load(std::memory_order_acquire);
-      if (v != old) return v;
-      asm volatile("" ::: "memory");
-    }
-    if (ReadCycles() >= deadline) return word.load(std::memory_order_acquire);
-  }
+  return SpinWhileEqual<SpinWaiter>(word, old, deadline);
 }
 
 }  // namespace haltpool::arch::platform

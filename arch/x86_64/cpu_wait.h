@@ -4,6 +4,10 @@
 #ifndef HALTPOOL_ARCH_X86_64_CPU_WAIT_H_
 #define HALTPOOL_ARCH_X86_64_CPU_WAIT_H_
 
+#ifndef HALTPOOL_ARCH_PLATFORM_H_
+#error "include arch/platform.h, not arch/x86_64/cpu_wait.h"
+#endif
+
 #include <cpuid.h>
 #include <immintrin.h>
 #include <x86intrin.h>
@@ -12,15 +16,16 @@
 #include <cstdint>
 
 #include "arch/cpu_features.h"
+#include "arch/spin_loop.h"
 #include "arch/wait_mechanism.h"
 
 namespace haltpool::arch::platform {
 
 inline constexpr const char* kArchName = "x86_64";
 
-// Loads between two TSC reads in the PAUSE loop. A PAUSE costs tens to a
-// hundred cycles, RDTSC a few tens; 16 keeps the clock under a tenth of the
-// loop while overshooting a deadline by well under a microsecond.
+// Loads between two TSC reads in the PAUSE and spin loops. A PAUSE costs tens
+// to a hundred cycles, RDTSC a few tens; 16 keeps the clock under a tenth of
+// the loop while overshooting a deadline by well under a microsecond.
 inline constexpr int kLoadsPerClockRead = 16;
 
 // A TPAUSE slice in TSC cycles (about 0.5 us at 2-4 GHz): TPAUSE does not
@@ -84,85 +89,89 @@ inline WaitMechanism Best(const CpuFeatures& f) noexcept {
   return WaitMechanism::kPause;
 }
 
-inline uint32_t WaitPause(const std::atomic<uint32_t>& word, uint32_t old,
-                          uint64_t deadline) noexcept {
-  for (;;) {
-    for (int i = 0; i < kLoadsPerClockRead; ++i) {
-      uint32_t v = word.load(std::memory_order_acquire);
-      if (v != old) return v;
-      _mm_pause();
-    }
-    if (__rdtsc() >= deadline) return word.load(std::memory_order_acquire);
-  }
-}
+// The waiters SpinWhileEqual runs (arch/spin_loop.h), one per mechanism.
 
-// Linux caps each UMWAIT (umwait_control/max_time), so this loops until the
-// word changes or the deadline passes.
-__attribute__((target("waitpkg"))) inline uint32_t WaitUmwait(
-    const std::atomic<uint32_t>& word, uint32_t old,
-    uint64_t deadline) noexcept {
-  void* addr = const_cast<std::atomic<uint32_t>*>(&word);
-  for (;;) {
-    _umonitor(addr);
-    uint32_t v = word.load(std::memory_order_acquire);
-    if (v != old || __rdtsc() >= deadline) return v;
+// PAUSE between loads, the TSC read every kLoadsPerClockRead loads.
+struct PauseWaiter : PlainLoad {
+  static constexpr int kLoadsPerClockRead = platform::kLoadsPerClockRead;
+  static void Relax() noexcept { _mm_pause(); }
+  static uint64_t Now() noexcept { return __rdtsc(); }
+  static void Wait(uint64_t, uint64_t) noexcept { _mm_pause(); }
+};
+
+// Loads alone, with only a compiler barrier between them.
+struct SpinWaiter : PlainLoad {
+  static constexpr int kLoadsPerClockRead = platform::kLoadsPerClockRead;
+  static void Relax() noexcept { asm volatile("" ::: "memory"); }
+  static uint64_t Now() noexcept { return __rdtsc(); }
+  static void Wait(uint64_t, uint64_t) noexcept { Relax(); }
+};
+
+// UMONITOR arms the monitor, UMWAIT sleeps until a store to the word or the
+// deadline. Linux caps each UMWAIT (umwait_control/max_time), so the loop
+// goes on until the word changes or the deadline passes.
+struct UmwaitWaiter {
+  static constexpr int kLoadsPerClockRead = 1;
+  __attribute__((target("waitpkg"))) static uint32_t Load(
+      const std::atomic<uint32_t>& word) noexcept {
+    _umonitor(const_cast<std::atomic<uint32_t>*>(&word));
+    return word.load(std::memory_order_acquire);
+  }
+  static void Relax() noexcept {}
+  static uint64_t Now() noexcept { return __rdtsc(); }
+  __attribute__((target("waitpkg"))) static void Wait(
+      uint64_t, uint64_t deadline) noexcept {
     _umwait(kWaitpkgC01, deadline);
   }
-}
+  static void Done() noexcept {}
+};
 
-__attribute__((target("waitpkg"))) inline uint32_t WaitTpause(
-    const std::atomic<uint32_t>& word, uint32_t old,
-    uint64_t deadline) noexcept {
-  for (;;) {
-    uint32_t v = word.load(std::memory_order_acquire);
-    uint64_t now = __rdtsc();
-    if (v != old || now >= deadline) return v;
-    uint64_t until = now + kTpauseSliceCycles;
+// TPAUSE does not watch the word: it sleeps one slice at a time.
+struct TpauseWaiter : PlainLoad {
+  static constexpr int kLoadsPerClockRead = 1;
+  static void Relax() noexcept {}
+  static uint64_t Now() noexcept { return __rdtsc(); }
+  __attribute__((target("waitpkg"))) static void Wait(
+      uint64_t now, uint64_t deadline) noexcept {
+    const uint64_t until = now + kTpauseSliceCycles;
     _tpause(kWaitpkgC01, until < deadline ? until : deadline);
   }
-}
+};
 
-__attribute__((target("mwaitx"))) inline uint32_t WaitMwaitx(
-    const std::atomic<uint32_t>& word, uint32_t old,
-    uint64_t deadline) noexcept {
-  const void* addr = &word;
-  for (;;) {
-    _mm_monitorx(const_cast<void*>(addr), 0, 0);
-    uint32_t v = word.load(std::memory_order_acquire);
-    uint64_t now = __rdtsc();
-    if (v != old || now >= deadline) return v;
-    uint64_t left = deadline - now;
+// MONITORX arms the monitor, MWAITX sleeps until a store to the word or its
+// timer (at most 2^32 - 1 TSC cycles) runs out.
+struct MwaitxWaiter {
+  static constexpr int kLoadsPerClockRead = 1;
+  __attribute__((target("mwaitx"))) static uint32_t Load(
+      const std::atomic<uint32_t>& word) noexcept {
+    _mm_monitorx(const_cast<std::atomic<uint32_t>*>(&word), 0, 0);
+    return word.load(std::memory_order_acquire);
+  }
+  static void Relax() noexcept {}
+  static uint64_t Now() noexcept { return __rdtsc(); }
+  __attribute__((target("mwaitx"))) static void Wait(
+      uint64_t now, uint64_t deadline) noexcept {
+    const uint64_t left = deadline - now;
     _mm_mwaitx(kMwaitxTimerEnable, kMwaitxHintC0,
                left > 0xffffffffu ? 0xffffffffu : static_cast<unsigned>(left));
   }
-}
-
-inline uint32_t WaitSpin(const std::atomic<uint32_t>& word, uint32_t old,
-                         uint64_t deadline) noexcept {
-  for (;;) {
-    for (int i = 0; i < kLoadsPerClockRead; ++i) {
-      uint32_t v = word.load(std::memory_order_acquire);
-      if (v != old) return v;
-      asm volatile("" ::: "memory");
-    }
-    if (__rdtsc() >= deadline) return word.load(std::memory_order_acquire);
-  }
-}
+  static void Done() noexcept {}
+};
 
 // Callers have checked Supports(m) before: an unsupported m would SIGILL.
 inline uint32_t Wait(WaitMechanism m, const std::atomic<uint32_t>& word,
                      uint32_t old, uint64_t deadline) noexcept {
   switch (m) {
     case WaitMechanism::kUmwait:
-      return WaitUmwait(word, old, deadline);
+      return SpinWhileEqual<UmwaitWaiter>(word, old, deadline);
     case WaitMechanism::kTpause:
-      return WaitTpause(word, old, deadline);
+      return SpinWhileEqual<TpauseWaiter>(word, old, deadline);
     case WaitMechanism::kMwaitx:
-      return WaitMwaitx(word, old, deadline);
+      return SpinWhileEqual<MwaitxWaiter>(word, old, deadline);
     case WaitMechanism::kPause:
-      return WaitPause(word, old, deadline);
+      return SpinWhileEqual<PauseWaiter>(word, old, deadline);
     default:
-      return WaitSpin(word, old, deadline);
+      return SpinWhileEqual<SpinWaiter>(word, old, deadline);
   }
 }
 

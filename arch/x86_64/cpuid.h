@@ -4,6 +4,10 @@
 #ifndef HALTPOOL_ARCH_X86_64_CPUID_H_
 #define HALTPOOL_ARCH_X86_64_CPUID_H_
 
+#ifndef HALTPOOL_ARCH_PLATFORM_H_
+#error "include arch/platform.h, not arch/x86_64/cpuid.h"
+#endif
+
 #include <cpuid.h>
 
 #include <cstdint>

@@ -154,13 +154,6 @@ absl::StatusOr<Capture> LoadCapture(absl::string_view name) {
   return capture;
 }
 
-std::string ReadSample(absl::string_view name) {
-  absl::StatusOr<std::string> content =
-      ReadHostFile(fs::path(g_testdata) / kProcStatSamples / std::string(name));
-  EXPECT_TRUE(content.ok()) << content.status();
-  return content.value_or("");
-}
-
 // --- Every capture -----------------------------------------------------------
 
 struct Expected {
@@ -269,7 +262,8 @@ TEST_P(HypervisorCaptureTest, DetectsTheMachine) {
   EXPECT_THAT(line, StartsWith(std::string(HostEnvironmentName(want.kind))));
   EXPECT_THAT(line, HasSubstr(want.source));
 
-  // A capture's /proc/stat, where it has one, parses.
+  // A capture's /proc/stat, where it has one, parses (tests/arch/
+  // proc_stat_test.cc tests the reader itself).
   if (capture->files.Read(kProcStat).ok()) {
     absl::StatusOr<CpuTimes> times = ReadCpuTimes(capture->files);
     EXPECT_TRUE(times.ok()) << times.status();
@@ -639,92 +633,6 @@ TEST(HypervisorFromFirmwareTest, UnreadableFilesCountAsMissing) {
   EXPECT_EQ(info.kind, E::kXen);
   EXPECT_EQ(info.vendor, "Xen HVM domU");
   EXPECT_TRUE(info.steal_time);
-}
-
-// --- /proc/stat --------------------------------------------------------------
-
-TEST(ParseProcStatTest, ModernKernelWithGuestColumns) {
-  // A KVM host (x86_64-bare-metal-epyc): its guests' time in guest and
-  // guest_nice, already counted in user and nice.
-  absl::StatusOr<Capture> host = LoadCapture("x86_64-bare-metal-epyc");
-  ASSERT_TRUE(host.ok()) << host.status();
-  absl::StatusOr<CpuTimes> t = ReadCpuTimes(host->files);
-  ASSERT_TRUE(t.ok()) << t.status();
-  EXPECT_EQ(t->user, 77864106u);
-  EXPECT_EQ(t->nice, 39526u);
-  EXPECT_EQ(t->system, 5623241u);
-  EXPECT_EQ(t->idle, 368088840u);
-  EXPECT_EQ(t->iowait, 142504u);
-  EXPECT_EQ(t->irq, 0u);
-  EXPECT_EQ(t->softirq, 383834u);
-  EXPECT_EQ(t->steal, 0u);
-  EXPECT_EQ(t->guest, 73723981u);
-  EXPECT_EQ(t->guest_nice, 9858u);
-  EXPECT_EQ(t->Total(),
-            77864106u + 39526u + 5623241u + 368088840u + 142504u + 383834u);
-}
-
-TEST(ParseProcStatTest, OldKernelWithEightValues) {
-  absl::StatusOr<CpuTimes> t = ParseProcStat(ReadSample("linux-2.6.18"));
-  ASSERT_TRUE(t.ok()) << t.status();
-  EXPECT_EQ(t->user, 353995u);
-  EXPECT_EQ(t->softirq, 26073u);
-  EXPECT_EQ(t->steal, 0u);
-  EXPECT_EQ(t->guest, 0u);
-  EXPECT_EQ(t->guest_nice, 0u);
-}
-
-TEST(ParseProcStatTest, RejectsWhatIsNotAProcStat) {
-  struct Bad {
-    const char* content;
-    const char* says;
-  };
-  for (const Bad& bad : {
-           Bad{"", "no 'cpu ' line"},
-           Bad{"cpu0 1 2 3 4 5 6 7 8\nintr 5\n", "no 'cpu ' line"},
-           Bad{"intr 5\ncpu  1 2 3 4 5 6 7\n", "has 7 values"},
-           Bad{"cpu \n", "has 0 values"},
-           Bad{"cpu  1 2 3 x 5 6 7 8 9 10\n", "value 4 of the cpu line, 'x'"},
-           Bad{"cpu  1 2 3 4 5 6 7 8 9 -1\n", "value 10 of the cpu line"},
-       }) {
-    absl::StatusOr<CpuTimes> t = ParseProcStat(bad.content);
-    ASSERT_FALSE(t.ok()) << bad.content;
-    EXPECT_TRUE(absl::IsInvalidArgument(t.status()));
-    EXPECT_THAT(std::string(t.status().message()),
-                AllOf(StartsWith("/proc/stat"), HasSubstr(bad.says)));
-  }
-  EXPECT_TRUE(absl::IsNotFound(ReadCpuTimes(FakeSystemFiles()).status()));
-}
-
-TEST(StealFractionTest, TwoSamplesFromAGuest) {
-  // The z/VM guest's /proc/stat and the same file ten seconds later: 3999
-  // ticks on four vCPUs, 520 of them stolen.
-  absl::StatusOr<Capture> zvm = LoadCapture("s390x-zvm");
-  ASSERT_TRUE(zvm.ok()) << zvm.status();
-  absl::StatusOr<CpuTimes> before = ReadCpuTimes(zvm->files);
-  absl::StatusOr<CpuTimes> after =
-      ParseProcStat(ReadSample("s390x-zvm-10s-later"));
-  ASSERT_TRUE(before.ok()) << before.status();
-  ASSERT_TRUE(after.ok()) << after.status();
-  EXPECT_EQ(after->Total() - before->Total(), 3999u);
-  EXPECT_EQ(after->steal - before->steal, 520u);
-  EXPECT_DOUBLE_EQ(StealFraction(*before, *after), 520.0 / 3999.0);
-
-  // Backwards, or no time at all: 0.
-  EXPECT_EQ(StealFraction(*after, *before), 0.0);
-  EXPECT_EQ(StealFraction(*before, *before), 0.0);
-}
-
-TEST(StealFractionTest, CountersGoingBackwardsOrAllStolen) {
-  CpuTimes a{.user = 100, .idle = 100, .steal = 50};
-  CpuTimes b{.user = 200, .idle = 200, .steal = 40};  // steal went back
-  EXPECT_EQ(StealFraction(a, b), 0.0);
-  CpuTimes c{.user = 100, .idle = 100, .steal = 150};  // all stolen
-  EXPECT_EQ(StealFraction(a, c), 1.0);
-  CpuTimes d{.user = 150, .idle = 150, .steal = 50};
-  EXPECT_DOUBLE_EQ(StealFraction(a, d), 0.0);
-  CpuTimes e{.user = 100, .idle = 190, .steal = 60};
-  EXPECT_DOUBLE_EQ(StealFraction(a, e), 0.1);
 }
 
 // --- Kernel cpuidle ----------------------------------------------------------
