@@ -96,7 +96,15 @@ void ParseCommandLineOrExit(int argc, char** argv, absl::string_view usage) {
     // Sets the flag as absl::ParseCommandLine below will: once checked
     // here, that parse cannot fail.
     std::string error;
-    if (!flag->ParseFrom(value, &error)) Fail(program, usage, error);
+    if (!flag->ParseFrom(value, &error)) {
+      // absl's parsers of its own types (durations, bools, numbers) say
+      // what was wrong but not what is accepted: the default shows it.
+      if (!absl::StrContains(error, "accepted")) {
+        absl::StrAppend(&error, "; accepted: a value like the default, '",
+                        flag->DefaultValue(), "'");
+      }
+      Fail(program, usage, error);
+    }
   }
   const std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() > 1) {

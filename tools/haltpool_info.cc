@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -23,6 +24,7 @@
 #include "arch/hypervisor.h"
 #include "arch/system_files.h"
 #include "arch/wait_mechanism.h"
+#include "bench/command_line.h"
 #include "idle/calibration.h"
 #include "idle/idle_stats.h"
 #include "idle/profile.h"
@@ -30,6 +32,8 @@
 #include "runtime/environment.h"
 #include "runtime/pool_stats.h"
 #include "runtime/value_parse.h"
+
+ABSL_FLAG(bool, json, false, "print the report as one JSON object");
 
 namespace haltpool {
 namespace {
@@ -202,18 +206,8 @@ void PrintJson(const Config& c, const Steal& steal,
 }
 
 int Main(int argc, char** argv) {
-  bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--json") {
-      json = true;
-    } else {
-      fprintf(stderr,
-              "haltpool_info: unknown argument '%s'; accepted: --json\n",
-              argv[i]);
-      return 2;
-    }
-  }
+  bench::ParseCommandLineOrExit(argc, argv, "usage: haltpool_info [--json]");
+  const bool json = absl::GetFlag(FLAGS_json);
   const Config config = ConfigFromEnvironmentOrExit();
   const Steal steal = SampleSteal();
   const arch::KernelCpuidle kernel =
