@@ -173,23 +173,22 @@ int Main(int argc, char** argv) {
             ? absl::StrFormat("default (%s)", config.pool.idle.governor)
             : name;
     if (!r.complete) {
-      fprintf(stderr, "cyclic: %s ran %zu of %d cycles\n", name.c_str(),
-              r.lateness_ns.size(), loops);
+      absl::FPrintF(stderr, "cyclic: %s ran %zu of %d cycles\n", name,
+                    r.lateness_ns.size(), loops);
       status = 1;
       continue;
     }
     const LatencySummary l = Summarize(r.lateness_ns);
-    printf("| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", label.c_str(),
-           l.min_ns / 1e3, l.avg_ns / 1e3, l.p99_ns / 1e3, l.max_ns / 1e3,
-           100 * r.cpu_share);
+    absl::PrintF("| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", label,
+                 l.min_ns / 1e3, l.avg_ns / 1e3, l.p99_ns / 1e3, l.max_ns / 1e3,
+                 100 * r.cpu_share);
     fflush(stdout);
     if (cap_us > 0) {
       histograms.emplace_back(label, MakeHistogram(r.lateness_ns, cap_us));
     }
   }
   for (const auto& [label, h] : histograms) {
-    printf("\n# histogram %s (us count)\n%s", label.c_str(),
-           FormatHistogram(h).c_str());
+    absl::PrintF("\n# histogram %s (us count)\n%s", label, FormatHistogram(h));
   }
   return status;
 }

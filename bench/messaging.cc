@@ -259,9 +259,9 @@ int Main(int argc, char** argv) {
       pool->reset();
       samples[i].push_back(s);
       if (s.delivered != expected) {
-        fprintf(stderr, "messaging: %s delivered %llu of %llu messages\n",
-                names[i].c_str(), static_cast<unsigned long long>(s.delivered),
-                static_cast<unsigned long long>(expected));
+        absl::FPrintF(stderr, "messaging: %s delivered %llu of %llu messages\n",
+                      names[i], static_cast<unsigned long long>(s.delivered),
+                      static_cast<unsigned long long>(expected));
         status = 1;
       }
     }
@@ -287,9 +287,9 @@ int Main(int argc, char** argv) {
         names[i] == "default"
             ? absl::StrFormat("default (%s)", config.pool.idle.governor)
             : names[i];
-    printf("| %s | %d | %llu | %.4f | %.0f | %.3f |\n", label.c_str(), workers,
-           static_cast<unsigned long long>(samples[i].back().delivered),
-           seconds, rate[i], Median(cpu));
+    absl::PrintF("| %s | %d | %llu | %.4f | %.0f | %.3f |\n", label, workers,
+                 static_cast<unsigned long long>(samples[i].back().delivered),
+                 seconds, rate[i], Median(cpu));
   }
   printf("\n");
   for (const char* peer : {"block", "poll"}) {

@@ -89,12 +89,12 @@ void Watchdog(absl::Duration stall, const std::atomic<bool>& finished) {
       continue;
     }
     const idle::WakeWord* w = g_progress.word.load();
-    fprintf(stderr,
-            "soak: HUNG for %s in phase %s, governor %s: %" PRIu64
-            " of %" PRIu64 " done in this run",
-            absl::FormatDuration(stall).c_str(), g_progress.phase.load(),
-            g_progress.governor.load(), g_progress.seen.load(),
-            g_progress.target.load());
+    absl::FPrintF(stderr,
+                  "soak: HUNG for %s in phase %s, governor %s: %" PRIu64
+                  " of %" PRIu64 " done in this run",
+                  absl::FormatDuration(stall), g_progress.phase.load(),
+                  g_progress.governor.load(), g_progress.seen.load(),
+                  g_progress.target.load());
     if (w != nullptr) {
       const idle::WakeStats s = w->wake_stats();
       fprintf(stderr,
@@ -118,8 +118,7 @@ bool RunPairs(const std::string& governor, uint64_t n) {
   options.governor = governor;
   absl::StatusOr<idle::Parker> parker = idle::Parker::Create(word, options);
   if (!parker.ok()) {
-    fprintf(stderr, "soak: %s\n",
-            std::string(parker.status().message()).c_str());
+    absl::FPrintF(stderr, "soak: %s\n", parker.status().message());
     return false;
   }
   g_progress.word = &word;
@@ -153,11 +152,11 @@ bool RunPairs(const std::string& governor, uint64_t n) {
   g_progress.word = nullptr;
   const idle::WakeStats s = word.wake_stats();
   const bool ok = s.total() == n && seen.load() == n;
-  printf("pairs  %-9s %11" PRIu64 " unparks, %11" PRIu64 " observed, %11" PRIu64
-         " parks; wakes: %" PRIu64 " polling, %" PRIu64 " running, %" PRIu64
-         " FUTEX_WAKE%s\n",
-         governor.c_str(), n, seen.load(), parks, s.polling, s.not_idle,
-         s.syscall, ok ? "" : "  LOST");
+  absl::PrintF("pairs  %-9s %11" PRIu64 " unparks, %11" PRIu64
+               " observed, %11" PRIu64 " parks; wakes: %" PRIu64
+               " polling, %" PRIu64 " running, %" PRIu64 " FUTEX_WAKE%s\n",
+               governor, n, seen.load(), parks, s.polling, s.not_idle,
+               s.syscall, ok ? "" : "  LOST");
   fflush(stdout);
   return ok;
 }
@@ -173,7 +172,7 @@ bool RunTasks(const std::string& governor, uint64_t n) {
   absl::StatusOr<std::unique_ptr<ThreadPool>> pool =
       ThreadPool::Create(options, MapEnvironment());
   if (!pool.ok()) {
-    fprintf(stderr, "soak: %s\n", std::string(pool.status().message()).c_str());
+    absl::FPrintF(stderr, "soak: %s\n", pool.status().message());
     return false;
   }
   std::atomic<uint64_t> ran{0};
@@ -215,9 +214,9 @@ bool RunTasks(const std::string& governor, uint64_t n) {
   uint64_t counted = 0;
   for (const WorkerStats& w : (*pool)->Stats().workers) counted += w.tasks_run;
   const bool ok = submitted_all && ran.load() == n && counted == n;
-  printf("tasks  %-9s %11" PRIu64 " submitted, %11" PRIu64 " ran, %11" PRIu64
-         " counted by the workers%s\n",
-         governor.c_str(), n, ran.load(), counted, ok ? "" : "  LOST");
+  absl::PrintF("tasks  %-9s %11" PRIu64 " submitted, %11" PRIu64
+               " ran, %11" PRIu64 " counted by the workers%s\n",
+               governor, n, ran.load(), counted, ok ? "" : "  LOST");
   fflush(stdout);
   return ok;
 }
