@@ -16,15 +16,17 @@
 namespace haltpool::bench {
 
 // Parses argv into the program's ABSL_FLAGs ("--name=value" or "--name
-// value"; a bool flag alone is true). With --help or -h prints `usage` and
-// every flag of the program with its help and default to stdout and exits 0.
-// On an unknown flag, a value its flag does not accept, or a bare argument,
-// prints "PROGRAM: <what is wrong>" and `usage` to stderr and exits 2.
-// Call once, first thing in main().
+// value"; a bool flag alone is true, --noname false). With --help or -h prints
+// `usage` and every flag of the program with its help and default to stdout and
+// exits 0. On an unknown flag, a value its flag does not accept, or a bare
+// argument, prints "PROGRAM: <what is wrong>" and `usage` to stderr and
+// exits 2. Call once, first thing in main().
 void ParseCommandLineOrExit(int argc, char** argv, absl::string_view usage);
 
-// A whole number from Min to Max: ABSL_FLAG(IntIn<1, 100>, n, 10, "...")
-// rejects "0" with "accepted: a whole number from 1 to 100".
+// A whole number from Min to Max. ABSL_FLAG's type cannot hold a comma, so
+// name it first: `using Count = IntIn<1, 100>;` then
+// `ABSL_FLAG(Count, n, 10, "...")` rejects "0" with "accepted: a whole number
+// from 1 to 100". Read it as absl::GetFlag(FLAGS_n).value.
 template <int64_t Min, int64_t Max>
 struct IntIn {
   static_assert(Min <= Max);
