@@ -23,13 +23,31 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
 #include "arch/cycle_clock.h"
-#include "bench/bench_flags.h"
+#include "bench/command_line.h"
 #include "bench/latency_histogram.h"
 #include "runtime/config.h"
 #include "runtime/environment.h"
 #include "runtime/thread_pool.h"
+
+using haltpool::bench::GovernorList;
+using haltpool::bench::IntIn;
+// ABSL_FLAG's type cannot hold a comma: the ranges are named here.
+using IntervalUs = IntIn<50, 1000000>;
+using Loops = IntIn<10, 10000000>;
+using Workers = IntIn<1, 4096>;
+using HistogramUs = IntIn<0, 100000>;
+
+ABSL_FLAG(IntervalUs, interval_us, 1000,
+          "period in microseconds (cyclictest -i)");
+ABSL_FLAG(Loops, loops, 5000, "cycles measured (cyclictest -l)");
+ABSL_FLAG(Workers, workers, 1, "pool workers (cyclictest -t1: one thread)");
+ABSL_FLAG(HistogramUs, histogram, 0,
+          "also print N 1-us buckets (cyclictest -h N); 0: none");
+ABSL_FLAG(GovernorList, governors, {},
+          "governors to run, comma-separated; empty: every one");
 
 namespace haltpool::bench {
 namespace {
@@ -120,39 +138,31 @@ class Cycler {
 };
 
 int Main(int argc, char** argv) {
-  BenchFlags defaults;
-  defaults.ints = {
-      {"interval_us", {1000, 50, 1000000, "period (cyclictest -i)"}},
-      {"loops", {5000, 10, 10000000, "cycles measured (cyclictest -l)"}},
-      {"workers", {1, 1, 4096, "pool workers (cyclictest -t1: one thread)"}},
-      {"histogram",
-       {0, 0, 100000, "also print N 1-us buckets (cyclictest -h N); 0: none"}},
-  };
-  const BenchFlags flags =
-      ParseBenchFlagsOrExit("cyclic", defaults, argc - 1, argv + 1);
-  const int64_t interval_ns = flags.ints.at("interval_us").value * 1000;
-  const int loops = static_cast<int>(flags.ints.at("loops").value);
-  const int cap_us = static_cast<int>(flags.ints.at("histogram").value);
+  ParseCommandLineOrExit(argc, argv, "usage: cyclic [flags]");
+  const int64_t interval_ns = absl::GetFlag(FLAGS_interval_us).value * 1000;
+  const int loops = static_cast<int>(absl::GetFlag(FLAGS_loops).value);
+  const int cap_us = static_cast<int>(absl::GetFlag(FLAGS_histogram).value);
+  const int workers = static_cast<int>(absl::GetFlag(FLAGS_workers).value);
   const Config config = ConfigFromEnvironmentOrExit();
 
   std::vector<std::string> names = {"default"};
-  for (const std::string& g : flags.governors) names.push_back(g);
+  for (const std::string& g : GovernorsOrAll(absl::GetFlag(FLAGS_governors))) {
+    names.push_back(g);
+  }
   printf(
-      "# cyclic: %lld us interval, %d loops after %d warm-up, %lld workers\n\n",
-      static_cast<long long>(interval_ns / 1000), loops, kWarmupLoops,
-      static_cast<long long>(flags.ints.at("workers").value));
+      "# cyclic: %lld us interval, %d loops after %d warm-up, %d workers\n\n",
+      static_cast<long long>(interval_ns / 1000), loops, kWarmupLoops, workers);
   printf("| governor | min us | avg us | p99 us | max us | CPU %% |\n");
   printf("| --- | ---: | ---: | ---: | ---: | ---: |\n");
   int status = 0;
   std::vector<std::pair<std::string, LatencyHistogram>> histograms;
   for (const std::string& name : names) {
     Config c = config;
-    c.pool.workers = static_cast<int>(flags.ints.at("workers").value);
+    c.pool.workers = workers;
     if (name != "default") c.pool.idle.governor = name;
     absl::StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(c);
     if (!pool.ok()) {
-      fprintf(stderr, "cyclic: %s\n",
-              std::string(pool.status().message()).c_str());
+      absl::FPrintF(stderr, "cyclic: %s\n", pool.status().message());
       return 2;
     }
     const Result r = Cycler(**pool, interval_ns, loops).Go();
@@ -162,23 +172,22 @@ int Main(int argc, char** argv) {
             ? absl::StrFormat("default (%s)", config.pool.idle.governor)
             : name;
     if (!r.complete) {
-      fprintf(stderr, "cyclic: %s ran %zu of %d cycles\n", name.c_str(),
-              r.lateness_ns.size(), loops);
+      absl::FPrintF(stderr, "cyclic: %s ran %zu of %d cycles\n", name,
+                    r.lateness_ns.size(), loops);
       status = 1;
       continue;
     }
     const LatencySummary l = Summarize(r.lateness_ns);
-    printf("| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", label.c_str(),
-           l.min_ns / 1e3, l.avg_ns / 1e3, l.p99_ns / 1e3, l.max_ns / 1e3,
-           100 * r.cpu_share);
+    absl::PrintF("| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", label,
+                 l.min_ns / 1e3, l.avg_ns / 1e3, l.p99_ns / 1e3, l.max_ns / 1e3,
+                 100 * r.cpu_share);
     fflush(stdout);
     if (cap_us > 0) {
       histograms.emplace_back(label, MakeHistogram(r.lateness_ns, cap_us));
     }
   }
   for (const auto& [label, h] : histograms) {
-    printf("\n# histogram %s (us count)\n%s", label.c_str(),
-           FormatHistogram(h).c_str());
+    absl::PrintF("\n# histogram %s (us count)\n%s", label, FormatHistogram(h));
   }
   return status;
 }

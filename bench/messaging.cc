@@ -39,12 +39,33 @@
 #include <thread>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
 #include "arch/cycle_clock.h"
-#include "bench/bench_flags.h"
+#include "bench/command_line.h"
 #include "runtime/config.h"
 #include "runtime/environment.h"
 #include "runtime/thread_pool.h"
+
+using haltpool::bench::GovernorList;
+using haltpool::bench::IntIn;
+// ABSL_FLAG's type cannot hold a comma: the ranges are named here.
+using Count = IntIn<1, 1000>;
+using Loops = IntIn<1, 1000000>;
+using MessageBytes = IntIn<1, 4096>;  // kMaxMessageBytes below.
+using Workers = IntIn<0, 4096>;
+using HogCount = IntIn<0, 256>;
+
+ABSL_FLAG(Count, groups, 10, "groups (hackbench -g)");
+ABSL_FLAG(Count, senders, 20, "senders per group (hackbench -f)");
+ABSL_FLAG(Count, receivers, 20, "receivers per group (hackbench -f)");
+ABSL_FLAG(Loops, loops, 100, "messages each sender sends each receiver");
+ABSL_FLAG(MessageBytes, size, 100, "bytes per message (hackbench's)");
+ABSL_FLAG(Workers, workers, 0, "pool workers; 0: one per usable CPU");
+ABSL_FLAG(HogCount, hogs, 0, "spinning threads outside the pool");
+ABSL_FLAG(Count, runs, 5, "runs of every governor; the median is shown");
+ABSL_FLAG(GovernorList, governors, {},
+          "governors to run, comma-separated; empty: every one");
 
 namespace haltpool::bench {
 namespace {
@@ -202,24 +223,12 @@ double Median(std::vector<double> v) {
 }
 
 int Main(int argc, char** argv) {
-  BenchFlags defaults;
-  defaults.ints = {
-      {"groups", {10, 1, 1000, "groups (hackbench -g)"}},
-      {"senders", {20, 1, 1000, "senders per group (hackbench -f)"}},
-      {"receivers", {20, 1, 1000, "receivers per group (hackbench -f)"}},
-      {"loops", {100, 1, 1000000, "messages each sender sends each receiver"}},
-      {"size", {100, 1, kMaxMessageBytes, "bytes per message (hackbench's)"}},
-      {"workers", {0, 0, 4096, "pool workers; 0: one per usable CPU"}},
-      {"hogs", {0, 0, 256, "spinning threads outside the pool"}},
-      {"runs", {5, 1, 1000, "runs of every governor; the median is shown"}},
+  ParseCommandLineOrExit(argc, argv, "usage: messaging [flags]");
+  auto flag = [](const auto& f) {
+    return static_cast<int>(absl::GetFlag(f).value);
   };
-  const BenchFlags flags =
-      ParseBenchFlagsOrExit("messaging", defaults, argc - 1, argv + 1);
-  auto flag = [&](const char* name) {
-    return static_cast<int>(flags.ints.at(name).value);
-  };
-  const Sizes z{flag("groups"), flag("senders"), flag("receivers"),
-                flag("loops"), flag("size")};
+  const Sizes z{flag(FLAGS_groups), flag(FLAGS_senders), flag(FLAGS_receivers),
+                flag(FLAGS_loops), flag(FLAGS_size)};
   // The default governor comes from the environment like any haltpool
   // user's; each row sets its own governor on top of it.
   const Config config = ConfigFromEnvironmentOrExit();
@@ -227,20 +236,21 @@ int Main(int argc, char** argv) {
       static_cast<uint64_t>(z.groups) * z.senders * z.receivers * z.loops;
 
   std::vector<std::string> names = {"default"};
-  for (const std::string& g : flags.governors) names.push_back(g);
+  for (const std::string& g : GovernorsOrAll(absl::GetFlag(FLAGS_governors))) {
+    names.push_back(g);
+  }
   std::vector<std::vector<Sample>> samples(names.size());
   int workers = 0;
   int status = 0;
-  Hogs hogs(flag("hogs"));
-  for (int run = 0; run < flag("runs"); ++run) {
+  Hogs hogs(flag(FLAGS_hogs));
+  for (int run = 0; run < flag(FLAGS_runs); ++run) {
     for (size_t i = 0; i < names.size(); ++i) {
       Config c = config;
-      c.pool.workers = flag("workers");
+      c.pool.workers = flag(FLAGS_workers);
       if (names[i] != "default") c.pool.idle.governor = names[i];
       absl::StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(c);
       if (!pool.ok()) {
-        fprintf(stderr, "messaging: %s\n",
-                std::string(pool.status().message()).c_str());
+        absl::FPrintF(stderr, "messaging: %s\n", pool.status().message());
         return 2;
       }
       workers = (*pool)->size();
@@ -248,9 +258,9 @@ int Main(int argc, char** argv) {
       pool->reset();
       samples[i].push_back(s);
       if (s.delivered != expected) {
-        fprintf(stderr, "messaging: %s delivered %llu of %llu messages\n",
-                names[i].c_str(), static_cast<unsigned long long>(s.delivered),
-                static_cast<unsigned long long>(expected));
+        absl::FPrintF(stderr, "messaging: %s delivered %llu of %llu messages\n",
+                      names[i], static_cast<unsigned long long>(s.delivered),
+                      static_cast<unsigned long long>(expected));
         status = 1;
       }
     }
@@ -259,8 +269,8 @@ int Main(int argc, char** argv) {
   printf(
       "# messaging: %d groups x %d senders x %d receivers x %d loops, %d "
       "bytes; %d workers, %d hogs; median of %d runs\n\n",
-      z.groups, z.senders, z.receivers, z.loops, z.size, workers, flag("hogs"),
-      flag("runs"));
+      z.groups, z.senders, z.receivers, z.loops, z.size, workers,
+      flag(FLAGS_hogs), flag(FLAGS_runs));
   printf("| governor | workers | messages | seconds | messages/s | CPU s |\n");
   printf("| --- | ---: | ---: | ---: | ---: | ---: |\n");
   std::vector<double> rate(names.size());
@@ -276,9 +286,9 @@ int Main(int argc, char** argv) {
         names[i] == "default"
             ? absl::StrFormat("default (%s)", config.pool.idle.governor)
             : names[i];
-    printf("| %s | %d | %llu | %.4f | %.0f | %.3f |\n", label.c_str(), workers,
-           static_cast<unsigned long long>(samples[i].back().delivered),
-           seconds, rate[i], Median(cpu));
+    absl::PrintF("| %s | %d | %llu | %.4f | %.0f | %.3f |\n", label, workers,
+                 static_cast<unsigned long long>(samples[i].back().delivered),
+                 seconds, rate[i], Median(cpu));
   }
   printf("\n");
   for (const char* peer : {"block", "poll"}) {

@@ -43,7 +43,8 @@ constexpr size_t kPhaseLength = 32;
 // The work between two idle periods.
 constexpr int64_t kBusyNs = 2000;
 // The least a state lasts: entering and leaving it (two clock reads and an
-// atomic exchange are about this on DESIGN.md's machine).
+// atomic exchange are about this on a 2-vCPU KVM guest: docs/
+// microbenchmarks.md has clock_gettime at 23.6 ns).
 constexpr int64_t kMinStayNs = 100;
 
 // A deterministic trace that moves through four kinds of phases, each

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "arch/cpu_wait.h"
 #include "arch/cycle_clock.h"
 #include "bench/condvar_pool.h"
@@ -69,8 +70,7 @@ std::unique_ptr<ThreadPool> MakePool(int workers, const std::string& governor,
   absl::StatusOr<std::unique_ptr<ThreadPool>> pool =
       ThreadPool::Create(options);
   if (!pool.ok()) {
-    std::fprintf(stderr, "micro_submit: %s\n",
-                 std::string(pool.status().message()).c_str());
+    absl::FPrintF(stderr, "micro_submit: %s\n", pool.status().message());
     std::abort();
   }
   return *std::move(pool);

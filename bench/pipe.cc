@@ -130,14 +130,14 @@ int Run(const PipeArgs& args, const Config& config) {
   if (args.transport == Transport::kPipe) {
     absl::StatusOr<PipeLink> p = OpenPipeLink();
     if (!p.ok()) {
-      fprintf(stderr, "pipe: %s\n", std::string(p.status().message()).c_str());
+      absl::FPrintF(stderr, "pipe: %s\n", p.status().message());
       return 1;
     }
     links.pipes = *p;
   } else {
     absl::StatusOr<RingLink> r = OpenRingLink(!args.threaded);
     if (!r.ok()) {
-      fprintf(stderr, "pipe: %s\n", std::string(r.status().message()).c_str());
+      absl::FPrintF(stderr, "pipe: %s\n", r.status().message());
       return 1;
     }
     links.rings = *r;
@@ -216,9 +216,9 @@ int Run(const PipeArgs& args, const Config& config) {
            100.0 * static_cast<double>(w.cpu_ns) /
                static_cast<double>(elapsed_ns));
   }
-  printf("# haltpool: transport=%s governor=%s\n",
-         args.transport == Transport::kPipe ? "pipe" : "parker",
-         config.pool.idle.governor.c_str());
+  absl::PrintF("# haltpool: transport=%s governor=%s\n",
+               args.transport == Transport::kPipe ? "pipe" : "parker",
+               config.pool.idle.governor);
   if (args.stats != StatsFormat::kNone) {
     printf("\n%s%s%s", results[0].text,
            args.stats == StatsFormat::kText ? "\n" : "", results[1].text);
@@ -235,12 +235,12 @@ int main(int argc, char** argv) {
   absl::StatusOr<haltpool::bench::PipeArgs> args =
       ParsePipeArgs(argc - 1, argv + 1);
   if (!args.ok()) {
-    fprintf(stderr, "  Error: %s\n%s",
-            std::string(args.status().message()).c_str(), PipeUsage().c_str());
+    absl::FPrintF(stderr, "  Error: %s\n%s", args.status().message(),
+                  PipeUsage());
     return 129;  // perf's exit status for a usage error.
   }
   if (args->help) {
-    printf("%s", PipeUsage().c_str());
+    absl::PrintF("%s", PipeUsage());
     return 0;
   }
   const haltpool::Config config = haltpool::ConfigFromEnvironmentOrExit();
@@ -249,8 +249,7 @@ int main(int argc, char** argv) {
   if (absl::StatusOr<haltpool::idle::Parker> p =
           haltpool::idle::Parker::Create(probe, config.pool.idle);
       !p.ok()) {
-    fprintf(stderr, "haltpool: %s\n",
-            std::string(p.status().message()).c_str());
+    absl::FPrintF(stderr, "haltpool: %s\n", p.status().message());
     return 2;
   }
   return haltpool::bench::Run(*args, config);

@@ -9,9 +9,7 @@
 // CPU is the process's CPU time minus the submitting thread's.
 //
 // Usage: pool_latency [--workers=N] [--scale=F] [--csv=PATH] [--without_tbb]
-//   F scales sample counts; PATH gets the table as CSV too (for
-//   tools/plot-pool-latency); --without_tbb leaves oneTBB out (its
-//   synchronization is invisible to ThreadSanitizer).
+//   (the flags below).
 
 #include <errno.h>
 #include <stdio.h>
@@ -23,13 +21,24 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/strip.h"
+#include "bench/command_line.h"
 #include "bench/pool_runners.h"
 #include "bench/wake_harness.h"
 #include "runtime/config.h"
+
+using Workers = haltpool::bench::IntIn<1, 4096>;
+
+ABSL_FLAG(Workers, workers, 2, "pool workers of every contender");
+ABSL_FLAG(double, scale, 1.0, "scales every gap's sample count; above 0");
+ABSL_FLAG(std::string, csv, "",
+          "also write the table as CSV to this file (for "
+          "tools/plot-pool-latency)");
+ABSL_FLAG(bool, without_tbb, false,
+          "leave oneTBB out (its synchronization is invisible to "
+          "ThreadSanitizer)");
 
 namespace haltpool::bench {
 namespace {
@@ -52,6 +61,11 @@ Result Measure(const SubmitFn& submit, const Gap& gap, double scale) {
   return {p.p50_us, p.p99_us, p.mean_us, p.cpu};
 }
 
+// "0", "10 us": a gap as the tables show it.
+std::string GapLabel(int64_t gap_ns) {
+  return gap_ns == 0 ? "0" : absl::StrCat(gap_ns / 1000, " us");
+}
+
 struct Contender {
   std::string name;
   PoolRunner with_pool;
@@ -63,28 +77,15 @@ struct Contender {
 int main(int argc, char** argv) {
   using namespace haltpool;
   using namespace haltpool::bench;
-  int workers = 2;
-  double scale = 1.0;
-  std::string csv_path;
-  bool with_tbb = true;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view a = argv[i];
-    bool ok = false;
-    if (a == "--without_tbb")
-      ok = !(with_tbb = false);
-    else if (absl::ConsumePrefix(&a, "--workers="))
-      ok = absl::SimpleAtoi(a, &workers) && workers > 0;
-    else if (absl::ConsumePrefix(&a, "--scale="))
-      ok = absl::SimpleAtod(a, &scale) && scale > 0;
-    else if (absl::ConsumePrefix(&a, "--csv="))
-      ok = !(csv_path = std::string(a)).empty();
-    if (!ok) {
-      fprintf(stderr,
-              "pool_latency: bad option '%s'\nusage: pool_latency "
-              "[--workers=N] [--scale=F] [--csv=PATH] [--without_tbb]\n",
-              argv[i]);
-      return 2;
-    }
+  ParseCommandLineOrExit(argc, argv, "usage: pool_latency [flags]");
+  const int workers = static_cast<int>(absl::GetFlag(FLAGS_workers).value);
+  const double scale = absl::GetFlag(FLAGS_scale);
+  const std::string csv_path = absl::GetFlag(FLAGS_csv);
+  const bool with_tbb = !absl::GetFlag(FLAGS_without_tbb);
+  if (!(scale > 0)) {
+    absl::FPrintF(stderr, "pool_latency: --scale=%g: accepted: above 0\n",
+                  scale);
+    return 2;
   }
   // The default governor comes from the environment like any haltpool user.
   const Config config = ConfigFromEnvironmentOrExit();
@@ -112,8 +113,8 @@ int main(int argc, char** argv) {
   if (!csv_path.empty()) {
     csv = fopen(csv_path.c_str(), "w");
     if (csv == nullptr) {
-      fprintf(stderr, "pool_latency: cannot write %s: %s\n", csv_path.c_str(),
-              strerror(errno));
+      absl::FPrintF(stderr, "pool_latency: cannot write %s: %s\n", csv_path,
+                    strerror(errno));
       return 2;
     }
     fprintf(csv, "contender,gap_us,p50_us,p99_us,mean_us,pool_cpu_pct\n");
@@ -135,14 +136,13 @@ int main(int argc, char** argv) {
     });
     for (size_t i = 0; i < row.size(); ++i) {
       const Result& r = row[i];
-      printf("| %s | %s | %.2f | %.2f | %.2f | %.1f |\n", c.name.c_str(),
-             kGaps[i].ns == 0 ? "0"
-                              : absl::StrCat(kGaps[i].ns / 1000, " us").c_str(),
-             r.p50_us, r.p99_us, r.mean_us, 100 * r.idle_cpu);
+      absl::PrintF("| %s | %s | %.2f | %.2f | %.2f | %.1f |\n", c.name,
+                   GapLabel(kGaps[i].ns), r.p50_us, r.p99_us, r.mean_us,
+                   100 * r.idle_cpu);
       if (csv != nullptr) {
-        fprintf(csv, "%s,%g,%.3f,%.3f,%.3f,%.2f\n", c.name.c_str(),
-                kGaps[i].ns / 1000.0, r.p50_us, r.p99_us, r.mean_us,
-                100 * r.idle_cpu);
+        absl::FPrintF(csv, "%s,%g,%.3f,%.3f,%.3f,%.2f\n", c.name,
+                      kGaps[i].ns / 1000.0, r.p50_us, r.p99_us, r.mean_us,
+                      100 * r.idle_cpu);
       }
     }
     fflush(stdout);
@@ -157,18 +157,16 @@ int main(int argc, char** argv) {
       "condvar CPU %% |\n");
   printf("| ---: | ---: | ---: | ---: |\n");
   for (size_t i = 0; i < mine.size(); ++i) {
-    printf("| %s | %s | %.3f | %+.1f |\n",
-           kGaps[i].ns == 0 ? "0"
-                            : absl::StrCat(kGaps[i].ns / 1000, " us").c_str(),
-           tbb == nullptr
-               ? "-"
-               : absl::StrFormat("%.3f", mine[i].mean_us / (*tbb)[i].mean_us)
-                     .c_str(),
-           mine[i].mean_us / cv[i].mean_us,
-           100 * (mine[i].idle_cpu - cv[i].idle_cpu));
+    absl::PrintF(
+        "| %s | %s | %.3f | %+.1f |\n", GapLabel(kGaps[i].ns),
+        tbb == nullptr
+            ? std::string("-")
+            : absl::StrFormat("%.3f", mine[i].mean_us / (*tbb)[i].mean_us),
+        mine[i].mean_us / cv[i].mean_us,
+        100 * (mine[i].idle_cpu - cv[i].idle_cpu));
   }
   if (csv != nullptr && fclose(csv) != 0) {
-    fprintf(stderr, "pool_latency: cannot write %s\n", csv_path.c_str());
+    absl::FPrintF(stderr, "pool_latency: cannot write %s\n", csv_path);
     return 1;
   }
   return 0;

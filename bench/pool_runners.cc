@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "bench/condvar_pool.h"
 #include "runtime/environment.h"
 #include "runtime/thread_pool.h"
@@ -20,15 +21,13 @@ PoolRunner HaltpoolRunner(Config config, int workers, const char* program) {
   return [config, program](const std::function<void(const SubmitFn&)>& body) {
     auto pool = ThreadPool::Create(config);
     if (!pool.ok()) {
-      fprintf(stderr, "%s: %s\n", program,
-              std::string(pool.status().message()).c_str());
+      absl::FPrintF(stderr, "%s: %s\n", program, pool.status().message());
       exit(1);
     }
     ThreadPool* p = pool->get();
     body([p, program](Probe f) {
       if (absl::Status s = p->Submit(f); !s.ok()) {
-        fprintf(stderr, "%s: Submit: %s\n", program,
-                std::string(s.message()).c_str());
+        absl::FPrintF(stderr, "%s: Submit: %s\n", program, s.message());
         exit(1);
       }
     });

@@ -35,16 +35,36 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "bench/bench_flags.h"
+#include "bench/command_line.h"
 #include "bench/pool_runners.h"
 #include "bench/tradeoff_table.h"
 #include "bench/wake_channels.h"
 #include "bench/wake_harness.h"
 #include "runtime/config.h"
+
+using haltpool::bench::IntIn;
+// ABSL_FLAG's type cannot hold a comma: the ranges are named here.
+using PointMs = IntIn<1, 60000>;
+using Samples = IntIn<1, 1000000>;
+using Workers = IntIn<1, 256>;
+
+ABSL_FLAG(PointMs, point_ms, 250, "time per contender and gap, ms");
+ABSL_FLAG(Samples, min_samples, 10, "fewest wakes per point");
+ABSL_FLAG(Samples, max_samples, 20000, "most wakes per point");
+ABSL_FLAG(Workers, workers, 2, "pool mode's worker threads");
+ABSL_FLAG(std::string, modes, "pair,pool",
+          "pair, pool or both, comma-separated");
+ABSL_FLAG(std::string, only, "",
+          "run only contenders whose name contains one of these, "
+          "comma-separated; empty: all");
+ABSL_FLAG(std::string, csv, "", "also write the results as CSV to this file");
+ABSL_FLAG(std::string, markdown, "", "also write the Markdown to this file");
 
 namespace haltpool::bench {
 namespace {
@@ -238,16 +258,15 @@ bool Selected(absl::string_view name, const std::vector<std::string>& only) {
 }
 
 void Progress(absl::string_view mode, absl::string_view name) {
-  fprintf(stderr, "tradeoff: %s: %s\n", std::string(mode).c_str(),
-          std::string(name).c_str());
+  absl::FPrintF(stderr, "tradeoff: %s: %s\n", mode, name);
 }
 
 Curve RunPairContender(const PairContender& c, const Sizing& sizing) {
   Progress("pair", c.name);
   absl::StatusOr<std::unique_ptr<WakeChannel>> channel = c.make();
   if (!channel.ok()) {
-    fprintf(stderr, "tradeoff: %s: %s\n", c.name.c_str(),
-            std::string(channel.status().message()).c_str());
+    absl::FPrintF(stderr, "tradeoff: %s: %s\n", c.name,
+                  channel.status().message());
     exit(1);
   }
   Curve curve{"pair", c.name, c.haltpool, c.is_default, {}};
@@ -273,8 +292,8 @@ Curve RunPoolContender(const PoolContender& c, const Sizing& sizing) {
 bool WriteFile(const std::string& path, const std::string& text) {
   FILE* f = fopen(path.c_str(), "w");
   if (f == nullptr) {
-    fprintf(stderr, "tradeoff: cannot write %s: %s\n", path.c_str(),
-            strerror(errno));
+    absl::FPrintF(stderr, "tradeoff: cannot write %s: %s\n", path,
+                  strerror(errno));
     return false;
   }
   const bool ok = fwrite(text.data(), 1, text.size(), f) == text.size();
@@ -287,29 +306,12 @@ bool WriteFile(const std::string& path, const std::string& text) {
 int main(int argc, char** argv) {
   using namespace haltpool;
   using namespace haltpool::bench;
-  BenchFlags defaults;
-  defaults.ints = {
-      {"point_ms", {250, 1, 60000, "time per contender and gap"}},
-      {"min_samples", {10, 1, 1000000, "fewest wakes per point"}},
-      {"max_samples", {20000, 1, 1000000, "most wakes per point"}},
-      {"workers", {2, 1, 256, "pool mode's worker threads"}},
-  };
-  defaults.strings = {
-      {"modes", {"pair,pool", "pair, pool or both, comma-separated"}},
-      {"only",
-       {"",
-        "run only contenders whose name contains one of these, "
-        "comma-separated"}},
-      {"csv", {"", "also write the results as CSV to this file"}},
-      {"markdown", {"", "also write the Markdown to this file"}},
-  };
-  const BenchFlags flags =
-      ParseBenchFlagsOrExit("tradeoff", defaults, argc - 1, argv + 1);
-  auto flag = [&](const char* name) { return flags.ints.at(name).value; };
-  const Sizing sizing{flag("point_ms"), static_cast<int>(flag("min_samples")),
-                      static_cast<int>(flag("max_samples"))};
-  const int workers = static_cast<int>(flag("workers"));
-  const std::string modes = flags.strings.at("modes").value;
+  ParseCommandLineOrExit(argc, argv, "usage: tradeoff [flags]");
+  const Sizing sizing{absl::GetFlag(FLAGS_point_ms).value,
+                      static_cast<int>(absl::GetFlag(FLAGS_min_samples).value),
+                      static_cast<int>(absl::GetFlag(FLAGS_max_samples).value)};
+  const int workers = static_cast<int>(absl::GetFlag(FLAGS_workers).value);
+  const std::string modes = absl::GetFlag(FLAGS_modes);
   bool pair = false, pool = false;
   for (absl::string_view m : absl::StrSplit(modes, ',')) {
     if (m == "pair") {
@@ -317,21 +319,19 @@ int main(int argc, char** argv) {
     } else if (m == "pool") {
       pool = true;
     } else {
-      fprintf(stderr, "tradeoff: --modes: '%s': accepted: pair, pool\n",
-              std::string(m).c_str());
+      absl::FPrintF(stderr, "tradeoff: --modes: '%s': accepted: pair, pool\n",
+                    m);
       return 2;
     }
   }
+  const std::string only_flag = absl::GetFlag(FLAGS_only);
   std::vector<std::string> only;
-  if (!flags.strings.at("only").value.empty()) {
-    only = absl::StrSplit(flags.strings.at("only").value, ',');
-  }
+  if (!only_flag.empty()) only = absl::StrSplit(only_flag, ',');
   // Before anything is measured: the OpenMP children must be there.
   for (const OmpContender& c : kOmpContenders) {
     if (!Selected(c.name, only)) continue;
     if (absl::Status s = CheckOmpBinary(c); !s.ok()) {
-      fprintf(stderr, "tradeoff: %s: %s\n", c.name.c_str(),
-              std::string(s.message()).c_str());
+      absl::FPrintF(stderr, "tradeoff: %s: %s\n", c.name, s.message());
       return 1;
     }
   }
@@ -365,8 +365,8 @@ int main(int argc, char** argv) {
     absl::StatusOr<std::vector<Curve>> curves =
         RunOmp(c, sizing, workers, omp_modes);
     if (!curves.ok()) {
-      fprintf(stderr, "tradeoff: %s: %s\n", c.name.c_str(),
-              std::string(curves.status().message()).c_str());
+      absl::FPrintF(stderr, "tradeoff: %s: %s\n", c.name,
+                    curves.status().message());
       child_failed = true;
       continue;
     }
@@ -378,8 +378,8 @@ int main(int argc, char** argv) {
   std::vector<Curve> curves = std::move(pair_curves);
   for (Curve& c : pool_curves) curves.push_back(std::move(c));
   if (curves.empty()) {
-    fprintf(stderr, "tradeoff: --only='%s' matches no contender\n",
-            flags.strings.at("only").value.c_str());
+    absl::FPrintF(stderr, "tradeoff: --only='%s' matches no contender\n",
+                  only_flag);
     return 2;
   }
 
@@ -392,8 +392,8 @@ int main(int argc, char** argv) {
       absl::StrAppend(&markdown, VerdictMarkdown(*verdict), "\n");
   }
   fputs(markdown.c_str(), stdout);
-  const std::string& csv_path = flags.strings.at("csv").value;
-  const std::string& md_path = flags.strings.at("markdown").value;
+  const std::string csv_path = absl::GetFlag(FLAGS_csv);
+  const std::string md_path = absl::GetFlag(FLAGS_markdown);
   if (!csv_path.empty() && !WriteFile(csv_path, CurvesCsv(curves))) return 1;
   if (!md_path.empty() && !WriteFile(md_path, markdown)) return 1;
   return child_failed ? 1 : 0;

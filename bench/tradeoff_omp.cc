@@ -19,10 +19,26 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "bench/bench_flags.h"
+#include "bench/command_line.h"
 #include "bench/tradeoff_table.h"
 #include "bench/wake_harness.h"
+
+using haltpool::bench::IntIn;
+// ABSL_FLAG's type cannot hold a comma: the ranges are named here.
+using PointMs = IntIn<1, 60000>;
+using Samples = IntIn<1, 1000000>;
+using Workers = IntIn<1, 256>;
+
+ABSL_FLAG(PointMs, point_ms, 250, "time per gap, ms");
+ABSL_FLAG(Samples, min_samples, 10, "fewest wakes per gap");
+ABSL_FLAG(Samples, max_samples, 20000, "most wakes per gap");
+ABSL_FLAG(Workers, workers, 2, "pool threads besides the caller");
+ABSL_FLAG(std::string, label, "", "the contender's name in the CSV, no commas");
+ABSL_FLAG(std::string, modes, "pair,pool",
+          "pair, pool or both, comma-separated");
 
 namespace haltpool::bench {
 namespace {
@@ -82,32 +98,26 @@ void RunRegion(int workers, Probe probe) {
 
 int main(int argc, char** argv) {
   using namespace haltpool::bench;
-  BenchFlags defaults;
-  defaults.ints = {
-      {"point_ms", {250, 1, 60000, "time per gap"}},
-      {"min_samples", {10, 1, 1000000, "fewest wakes per gap"}},
-      {"max_samples", {20000, 1, 1000000, "most wakes per gap"}},
-      {"workers", {2, 1, 256, "pool threads besides the caller"}},
-  };
-  defaults.strings = {
-      {"label", {"", "the contender's name in the CSV, no commas"}},
-      {"modes", {"pair,pool", "pair, pool or both, comma-separated"}},
-  };
-  const BenchFlags flags =
-      ParseBenchFlagsOrExit("tradeoff_omp", defaults, argc - 1, argv + 1);
-  const std::string label = flags.strings.at("label").value;
+  ParseCommandLineOrExit(
+      argc, argv,
+      "usage: tradeoff_gomp|tradeoff_llvm_omp --label=NAME [flags]");
+  const std::string label = absl::GetFlag(FLAGS_label);
   if (label.empty() || label.find(',') != std::string::npos) {
     fprintf(stderr, "tradeoff_omp: --label: accepted: a name without commas\n");
     return 2;
   }
-  auto flag = [&](const char* name) { return flags.ints.at(name).value; };
-  const int workers = static_cast<int>(flag("workers"));
+  const int workers = static_cast<int>(absl::GetFlag(FLAGS_workers).value);
+  const int64_t point_ms = absl::GetFlag(FLAGS_point_ms).value;
+  const int min_samples =
+      static_cast<int>(absl::GetFlag(FLAGS_min_samples).value);
+  const int max_samples =
+      static_cast<int>(absl::GetFlag(FLAGS_max_samples).value);
   std::vector<Curve> curves;
   for (absl::string_view mode :
-       absl::StrSplit(flags.strings.at("modes").value, ',')) {
+       absl::StrSplit(absl::GetFlag(FLAGS_modes), ',')) {
     if (mode != "pair" && mode != "pool") {
-      fprintf(stderr, "tradeoff_omp: --modes: '%s': accepted: pair, pool\n",
-              std::string(mode).c_str());
+      absl::FPrintF(
+          stderr, "tradeoff_omp: --modes: '%s': accepted: pair, pool\n", mode);
       return 2;
     }
     Curve curve;
@@ -117,22 +127,18 @@ int main(int argc, char** argv) {
     // Warm up: threads started, the runtime's first-use costs paid.
     if (mode == "pair") {
       if (absl::StatusOr<WakePoint> p = RunPair(10000, 200); !p.ok()) {
-        fprintf(stderr, "tradeoff_omp: %s\n",
-                std::string(p.status().message()).c_str());
+        absl::FPrintF(stderr, "tradeoff_omp: %s\n", p.status().message());
         return 1;
       }
     } else {
       MeasurePool(submit, 10000, 200);
     }
     for (int64_t gap : kSweepGapsNs) {
-      const int n = SamplesFor(gap, flag("point_ms"),
-                               static_cast<int>(flag("min_samples")),
-                               static_cast<int>(flag("max_samples")));
+      const int n = SamplesFor(gap, point_ms, min_samples, max_samples);
       if (mode == "pair") {
         absl::StatusOr<WakePoint> p = RunPair(gap, n);
         if (!p.ok()) {
-          fprintf(stderr, "tradeoff_omp: %s\n",
-                  std::string(p.status().message()).c_str());
+          absl::FPrintF(stderr, "tradeoff_omp: %s\n", p.status().message());
           return 1;
         }
         curve.points.push_back(*p);

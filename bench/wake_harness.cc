@@ -13,7 +13,8 @@ namespace haltpool::bench {
 namespace {
 
 // What one wake costs besides the gap, for sizing a point: a blocked wake
-// and its report take about 25 us here (DESIGN.md's table, both ways).
+// and its report take about 25 us on a 2-vCPU KVM guest (README.md,
+// "Hypervisors and profiles": block wake 26 us).
 constexpr int64_t kWakeCostNs = 25000;
 
 int64_t CpuNs(clockid_t clock) {

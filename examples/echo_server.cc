@@ -66,6 +66,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "examples/connection_owner.h"
@@ -400,8 +401,8 @@ bool EchoServer::Stop(absl::Duration timeout) {
 int main(int argc, char** argv) {
   absl::StatusOr<Flags> flags = ParseFlags(argc, argv);
   if (!flags.ok()) {
-    fprintf(stderr, "echo_server: %s\n%s",
-            std::string(flags.status().message()).c_str(), kUsage);
+    absl::FPrintF(stderr, "echo_server: %s\n%s", flags.status().message(),
+                  kUsage);
     return 2;
   }
   if (flags->help) {
@@ -423,8 +424,7 @@ int main(int argc, char** argv) {
   int port = 0;
   absl::StatusOr<int> listen_fd = Listen(flags->port, &port);
   if (!listen_fd.ok()) {
-    fprintf(stderr, "echo_server: %s\n",
-            std::string(listen_fd.status().message()).c_str());
+    absl::FPrintF(stderr, "echo_server: %s\n", listen_fd.status().message());
     return 1;
   }
 
@@ -434,8 +434,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<haltpool::ThreadPool>> pool =
       haltpool::ThreadPool::Create(options);
   if (!pool.ok()) {
-    fprintf(stderr, "echo_server: %s\n",
-            std::string(pool.status().message()).c_str());
+    absl::FPrintF(stderr, "echo_server: %s\n", pool.status().message());
     return 1;
   }
 
@@ -446,8 +445,7 @@ int main(int argc, char** argv) {
     absl::StatusOr<std::unique_ptr<haltpool::sockperf::UdpServer>> created =
         haltpool::sockperf::UdpServer::Create(pool->get(), port);
     if (!created.ok()) {
-      fprintf(stderr, "echo_server: %s\n",
-              std::string(created.status().message()).c_str());
+      absl::FPrintF(stderr, "echo_server: %s\n", created.status().message());
       return 1;
     }
     udp = *std::move(created);
@@ -456,9 +454,9 @@ int main(int argc, char** argv) {
   EchoServer server(pool->get(), *listen_fd, flags->protocol);
   absl::StatusOr<std::string> backend = server.Start();
   if (!backend.ok()) {
-    fprintf(stderr, "echo_server: --io=%s: %s\n",
-            std::string(haltpool::IoBackendName(flags->io)).c_str(),
-            std::string(backend.status().message()).c_str());
+    absl::FPrintF(stderr, "echo_server: --io=%s: %s\n",
+                  haltpool::IoBackendName(flags->io),
+                  backend.status().message());
     // Acceptors that did start hold operations in flight: stop them first.
     server.Stop(kDrainTimeout);
     (*pool)->Shutdown();
@@ -481,15 +479,15 @@ int main(int argc, char** argv) {
   if (udp != nullptr) udp->Stop();
   const bool drained = server.Stop(kDrainTimeout);
   if (!drained) {
-    fprintf(stderr,
-            "echo_server: connections still open after %s; the pool's "
-            "shutdown cancels their I/O\n",
-            absl::FormatDuration(kDrainTimeout).c_str());
+    absl::FPrintF(stderr,
+                  "echo_server: connections still open after %s; the pool's "
+                  "shutdown cancels their I/O\n",
+                  absl::FormatDuration(kDrainTimeout));
   }
   (*pool)->Shutdown();
   close(*listen_fd);
 
-  printf("\n%s\n", haltpool::FormatPoolStatsText((*pool)->Stats()).c_str());
+  absl::PrintF("\n%s\n", haltpool::FormatPoolStatsText((*pool)->Stats()));
   haltpool::examples::ConnectionTotals& totals = server.totals();
   printf("echo_server: served %llu connections, echoed %llu bytes\n",
          static_cast<unsigned long long>(server.connections_served()),

@@ -7,6 +7,7 @@
 
 #include <atomic>
 
+#include "absl/strings/str_format.h"
 #include "runtime/pool_stats.h"
 #include "runtime/thread_pool.h"
 
@@ -14,8 +15,7 @@ int main() {
   absl::StatusOr<std::unique_ptr<haltpool::ThreadPool>> pool =
       haltpool::ThreadPool::Create();
   if (!pool.ok()) {
-    fprintf(stderr, "hello_pool: %s\n",
-            std::string(pool.status().message()).c_str());
+    absl::FPrintF(stderr, "hello_pool: %s\n", pool.status().message());
     return 2;
   }
   std::atomic<long> sum{0};
@@ -23,13 +23,13 @@ int main() {
   for (long i = 1; i <= 1000; ++i) {
     absl::Status s = (*pool)->Submit(group, [&sum, i] { sum += i; });
     if (!s.ok()) {
-      fprintf(stderr, "hello_pool: %s\n", std::string(s.message()).c_str());
+      absl::FPrintF(stderr, "hello_pool: %s\n", s.message());
       return 1;
     }
   }
   (*pool)->Wait(group);
   printf("hello from %d workers: 1 + 2 + ... + 1000 = %ld\n\n", (*pool)->size(),
          sum.load());
-  printf("%s", haltpool::FormatPoolStatsText((*pool)->Stats()).c_str());
+  absl::PrintF("%s", haltpool::FormatPoolStatsText((*pool)->Stats()));
   return sum.load() == 500500 ? 0 : 1;
 }

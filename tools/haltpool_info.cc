@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -23,6 +24,7 @@
 #include "arch/hypervisor.h"
 #include "arch/system_files.h"
 #include "arch/wait_mechanism.h"
+#include "bench/command_line.h"
 #include "idle/calibration.h"
 #include "idle/idle_stats.h"
 #include "idle/profile.h"
@@ -30,6 +32,8 @@
 #include "runtime/environment.h"
 #include "runtime/pool_stats.h"
 #include "runtime/value_parse.h"
+
+ABSL_FLAG(bool, json, false, "print the report as one JSON object");
 
 namespace haltpool {
 namespace {
@@ -89,50 +93,47 @@ void PrintText(const Config& c, const Steal& steal,
                const idle::Calibration& cal) {
   const arch::HypervisorInfo& h = c.detected;
   const idle::Profile& p = idle::ProfileFor(c.environment);
-  printf("Hypervisor: %s\n", arch::DescribeHypervisor(h).c_str());
+  absl::PrintF("Hypervisor: %s\n", arch::DescribeHypervisor(h));
   if (h.kvm_features != 0) {
-    printf("  KVM features: %s\n",
-           absl::StrJoin(arch::KvmFeatureNames(h.kvm_features), " ").c_str());
+    absl::PrintF("  KVM features: %s\n",
+                 absl::StrJoin(arch::KvmFeatureNames(h.kvm_features), " "));
   }
-  printf("Steal time: %s\n",
-         steal.known
-             ? absl::StrFormat("%.2f%% since boot, %.2f%% over the last %d ms",
-                               100 * steal.since_boot, 100 * steal.now,
-                               kStealSampleMs)
-                   .c_str()
-             : steal.error.c_str());
-  printf("Kernel cpuidle: driver %s, governor %s%s\n",
-         kernel.driver.empty() ? "none" : kernel.driver.c_str(),
-         kernel.governor.empty() ? "none" : kernel.governor.c_str(),
-         kernel.guest_halt_poll_ns
-             ? absl::StrCat(", guest_halt_poll_ns ", *kernel.guest_halt_poll_ns)
-                   .c_str()
-             : "");
-  printf("CPU: %s\n",
-         arch::DescribeCpuFeatures(arch::HostCpuFeatures()).c_str());
-  printf(
-      "Wait mechanisms (best: %s):\n",
-      std::string(arch::WaitMechanismName(arch::BestWaitMechanism())).c_str());
+  absl::PrintF(
+      "Steal time: %s\n",
+      steal.known ? absl::StrFormat(
+                        "%.2f%% since boot, %.2f%% over the last %d ms",
+                        100 * steal.since_boot, 100 * steal.now, kStealSampleMs)
+                  : steal.error);
+  absl::PrintF(
+      "Kernel cpuidle: driver %s, governor %s%s\n",
+      kernel.driver.empty() ? "none" : kernel.driver,
+      kernel.governor.empty() ? "none" : kernel.governor,
+      kernel.guest_halt_poll_ns
+          ? absl::StrCat(", guest_halt_poll_ns ", *kernel.guest_halt_poll_ns)
+          : "");
+  absl::PrintF("CPU: %s\n", arch::DescribeCpuFeatures(arch::HostCpuFeatures()));
+  absl::PrintF("Wait mechanisms (best: %s):\n",
+               arch::WaitMechanismName(arch::BestWaitMechanism()));
   for (const Mechanism& m : Mechanisms()) {
-    printf("  %-7s %s\n", m.name.c_str(),
-           m.usable ? "usable" : absl::StrCat("no: ", m.why_not).c_str());
+    absl::PrintF("  %-7s %s\n", m.name,
+                 m.usable ? "usable" : absl::StrCat("no: ", m.why_not));
   }
-  printf("Profile: %s%s\n",
-         std::string(arch::HostEnvironmentName(c.environment)).c_str(),
-         c.hypervisor_override ? " (from HALTPOOL_HYPERVISOR)" : " (detected)");
-  printf("  governor %s, poll cap %s, block exit latency %s, target %s\n",
-         std::string(p.governor).c_str(), FormatDurationNs(p.poll_ns).c_str(),
-         FormatDurationNs(p.block_exit_latency_ns).c_str(),
-         FormatDurationNs(p.block_target_residency_ns).c_str());
-  printf("  why: %s\n", std::string(p.reason).c_str());
-  printf("Calibration: %s\n", FormatCalibration(cal).c_str());
-  printf("  block state in use: exit latency %s, target residency %s\n",
-         FormatDurationNs(c.pool.idle.block_exit_latency_ns).c_str(),
-         FormatDurationNs(c.pool.idle.block_target_residency_ns).c_str());
+  absl::PrintF(
+      "Profile: %s%s\n", arch::HostEnvironmentName(c.environment),
+      c.hypervisor_override ? " (from HALTPOOL_HYPERVISOR)" : " (detected)");
+  absl::PrintF("  governor %s, poll cap %s, block exit latency %s, target %s\n",
+               p.governor, FormatDurationNs(p.poll_ns),
+               FormatDurationNs(p.block_exit_latency_ns),
+               FormatDurationNs(p.block_target_residency_ns));
+  absl::PrintF("  why: %s\n", p.reason);
+  absl::PrintF("Calibration: %s\n", FormatCalibration(cal));
+  absl::PrintF("  block state in use: exit latency %s, target residency %s\n",
+               FormatDurationNs(c.pool.idle.block_exit_latency_ns),
+               FormatDurationNs(c.pool.idle.block_target_residency_ns));
   printf("Configuration:\n");
   for (const ResolvedVariable& v : c.variables) {
-    printf("  %s = '%s'  [%s]\n", v.name.c_str(), v.value.c_str(),
-           std::string(ValueSourceName(v.source)).c_str());
+    absl::PrintF("  %s = '%s'  [%s]\n", v.name, v.value,
+                 ValueSourceName(v.source));
   }
 }
 
@@ -200,18 +201,8 @@ void PrintJson(const Config& c, const Steal& steal,
 }
 
 int Main(int argc, char** argv) {
-  bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--json") {
-      json = true;
-    } else {
-      fprintf(stderr,
-              "haltpool_info: unknown argument '%s'; accepted: --json\n",
-              argv[i]);
-      return 2;
-    }
-  }
+  bench::ParseCommandLineOrExit(argc, argv, "usage: haltpool_info [--json]");
+  const bool json = absl::GetFlag(FLAGS_json);
   Config config = ConfigFromEnvironmentOrExit();
   const Steal steal = SampleSteal();
   const arch::KernelCpuidle kernel =

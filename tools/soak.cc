@@ -4,18 +4,19 @@
 //
 //   ./bazelw run -c opt //tools:soak                 # 10^8 pairs, 10^7 tasks
 //   ./bazelw run -c opt //tools:soak -- --quick      # seconds
-//   soak [--pairs=N] [--tasks=N] [--stall-seconds=S] [--quick]
+//   soak [--pairs=N] [--tasks=N] [--stall=20s] [--quick]
 //
 // Pairs: a producer thread stores 1, 2, ..., n to a counter and calls
 // Unpark() after each store; a consumer parks (no deadline) until it has
 // seen n. After every other store or so the producer waits until the
-// consumer has caught up, so that wake alone must end a park. Every Unpark must be counted
-// once in the word's statistics. Tasks: two outside threads submit to a pool
-// (two workers) and every thousandth submission waits for its task alone, so
-// each of those must wake a worker. Each governor gets an equal share.
+// consumer has caught up, so that wake alone must end a park. Every Unpark must
+// be counted once in the word's statistics. Tasks: two outside threads submit
+// to a pool (two workers) and every thousandth submission waits for its task
+// alone, so each of those must wake a worker. Each governor gets an equal
+// share.
 //
-// The watchdog: if no pair or task completes for --stall-seconds (default
-// 20), it prints the phase, the governor, the counters and the wake word's
+// The watchdog: if no pair or task completes for --stall (default 20s), it
+// prints the phase, the governor, the counters and the wake word's
 // state, and exits 3. Any lost pair or task: exit 1. Bad options: exit 2.
 
 #include <stdio.h>
@@ -24,19 +25,38 @@
 #include <atomic>
 #include <cinttypes>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "arch/cpu_wait.h"
 #include "arch/cycle_clock.h"
+#include "bench/command_line.h"
 #include "idle/governor_registry.h"
 #include "idle/parker.h"
 #include "runtime/thread_pool.h"
+
+// ABSL_FLAG's type cannot hold a comma: the range is named here.
+using Count = haltpool::bench::IntIn<1, int64_t{1} << 62>;
+
+// Unset: the full run's count, or --quick's.
+ABSL_FLAG(std::optional<Count>, pairs, std::nullopt,
+          "park/unpark pairs, split over the governors (default 100000000; "
+          "--quick: 400000)");
+ABSL_FLAG(std::optional<Count>, tasks, std::nullopt,
+          "pool tasks, split over the governors (default 10000000; --quick: "
+          "100000)");
+ABSL_FLAG(absl::Duration, stall, absl::Seconds(20),
+          "the watchdog exits 3 after this long without progress; above 0");
+ABSL_FLAG(bool, quick, false,
+          "seconds, not minutes: the --quick counts where --pairs or "
+          "--tasks is not given");
 
 namespace haltpool {
 namespace {
@@ -53,7 +73,7 @@ struct Progress {
 
 Progress g_progress;
 
-void Watchdog(int stall_seconds, const std::atomic<bool>& finished) {
+void Watchdog(absl::Duration stall, const std::atomic<bool>& finished) {
   uint64_t last = g_progress.done.load();
   int64_t last_change = arch::MonotonicNowNs();
   while (!finished.load()) {
@@ -65,15 +85,16 @@ void Watchdog(int stall_seconds, const std::atomic<bool>& finished) {
       continue;
     }
     if (arch::MonotonicNowNs() - last_change <
-        int64_t{stall_seconds} * 1000000000) {
+        absl::ToInt64Nanoseconds(stall)) {
       continue;
     }
     const idle::WakeWord* w = g_progress.word.load();
-    fprintf(stderr,
-            "soak: HUNG for %d s in phase %s, governor %s: %" PRIu64
-            " of %" PRIu64 " done in this run",
-            stall_seconds, g_progress.phase.load(), g_progress.governor.load(),
-            g_progress.seen.load(), g_progress.target.load());
+    absl::FPrintF(stderr,
+                  "soak: HUNG for %s in phase %s, governor %s: %" PRIu64
+                  " of %" PRIu64 " done in this run",
+                  absl::FormatDuration(stall), g_progress.phase.load(),
+                  g_progress.governor.load(), g_progress.seen.load(),
+                  g_progress.target.load());
     if (w != nullptr) {
       const idle::WakeStats s = w->wake_stats();
       fprintf(stderr,
@@ -97,7 +118,7 @@ bool RunPairs(const std::string& governor, uint64_t n) {
   options.governor = governor;
   absl::StatusOr<idle::Parker> parker = idle::Parker::Create(word, options);
   if (!parker.ok()) {
-    fprintf(stderr, "soak: %s\n", std::string(parker.status().message()).c_str());
+    absl::FPrintF(stderr, "soak: %s\n", parker.status().message());
     return false;
   }
   g_progress.word = &word;
@@ -131,11 +152,11 @@ bool RunPairs(const std::string& governor, uint64_t n) {
   g_progress.word = nullptr;
   const idle::WakeStats s = word.wake_stats();
   const bool ok = s.total() == n && seen.load() == n;
-  printf("pairs  %-9s %11" PRIu64 " unparks, %11" PRIu64
-         " observed, %11" PRIu64 " parks; wakes: %" PRIu64 " polling, %" PRIu64
-         " running, %" PRIu64 " FUTEX_WAKE%s\n",
-         governor.c_str(), n, seen.load(), parks, s.polling, s.not_idle,
-         s.syscall, ok ? "" : "  LOST");
+  absl::PrintF("pairs  %-9s %11" PRIu64 " unparks, %11" PRIu64
+               " observed, %11" PRIu64 " parks; wakes: %" PRIu64
+               " polling, %" PRIu64 " running, %" PRIu64 " FUTEX_WAKE%s\n",
+               governor, n, seen.load(), parks, s.polling, s.not_idle,
+               s.syscall, ok ? "" : "  LOST");
   fflush(stdout);
   return ok;
 }
@@ -151,7 +172,7 @@ bool RunTasks(const std::string& governor, uint64_t n) {
   absl::StatusOr<std::unique_ptr<ThreadPool>> pool =
       ThreadPool::Create(options, MapEnvironment());
   if (!pool.ok()) {
-    fprintf(stderr, "soak: %s\n", std::string(pool.status().message()).c_str());
+    absl::FPrintF(stderr, "soak: %s\n", pool.status().message());
     return false;
   }
   std::atomic<uint64_t> ran{0};
@@ -169,10 +190,13 @@ bool RunTasks(const std::string& governor, uint64_t n) {
         if (i % 1000 == 999) {
           // Alone: this one must wake a worker by itself.
           std::atomic<bool> done{false};
-          if (!(*pool)->Submit(group, [&done, &task] {
-                          task();
-                          done.store(true, std::memory_order_release);
-                        }).ok()) {
+          if (!(*pool)
+                   ->Submit(group,
+                            [&done, &task] {
+                              task();
+                              done.store(true, std::memory_order_release);
+                            })
+                   .ok()) {
             submitted_all = false;
           }
           while (!done.load(std::memory_order_acquire)) arch::CpuRelax();
@@ -190,19 +214,11 @@ bool RunTasks(const std::string& governor, uint64_t n) {
   uint64_t counted = 0;
   for (const WorkerStats& w : (*pool)->Stats().workers) counted += w.tasks_run;
   const bool ok = submitted_all && ran.load() == n && counted == n;
-  printf("tasks  %-9s %11" PRIu64 " submitted, %11" PRIu64
-         " ran, %11" PRIu64 " counted by the workers%s\n",
-         governor.c_str(), n, ran.load(), counted, ok ? "" : "  LOST");
+  absl::PrintF("tasks  %-9s %11" PRIu64 " submitted, %11" PRIu64
+               " ran, %11" PRIu64 " counted by the workers%s\n",
+               governor, n, ran.load(), counted, ok ? "" : "  LOST");
   fflush(stdout);
   return ok;
-}
-
-int Usage(const char* bad) {
-  fprintf(stderr,
-          "soak: bad option '%s'\nusage: soak [--pairs=N] [--tasks=N] "
-          "[--stall-seconds=S] [--quick]\n",
-          bad);
-  return 2;
 }
 
 }  // namespace
@@ -210,31 +226,27 @@ int Usage(const char* bad) {
 
 int main(int argc, char** argv) {
   using namespace haltpool;
-  uint64_t pairs = 100000000;
-  uint64_t tasks = 10000000;
-  int stall_seconds = 20;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view a = argv[i];
-    bool ok;
-    if (a == "--quick") {
-      pairs = 400000;
-      tasks = 100000;
-      ok = true;
-    } else if (absl::ConsumePrefix(&a, "--pairs=")) {
-      ok = absl::SimpleAtoi(a, &pairs) && pairs > 0;
-    } else if (absl::ConsumePrefix(&a, "--tasks=")) {
-      ok = absl::SimpleAtoi(a, &tasks) && tasks > 0;
-    } else if (absl::ConsumePrefix(&a, "--stall-seconds=")) {
-      ok = absl::SimpleAtoi(a, &stall_seconds) && stall_seconds > 0;
-    } else {
-      ok = false;
-    }
-    if (!ok) return Usage(argv[i]);
+  bench::ParseCommandLineOrExit(argc, argv, "usage: soak [flags]");
+  const bool quick = absl::GetFlag(FLAGS_quick);
+  const std::optional<Count> pairs_flag = absl::GetFlag(FLAGS_pairs);
+  const std::optional<Count> tasks_flag = absl::GetFlag(FLAGS_tasks);
+  const uint64_t pairs = pairs_flag ? pairs_flag->value
+                         : quick    ? 400000
+                                    : 100000000;
+  const uint64_t tasks = tasks_flag ? tasks_flag->value
+                         : quick    ? 100000
+                                    : 10000000;
+  const absl::Duration stall = absl::GetFlag(FLAGS_stall);
+  if (stall <= absl::ZeroDuration()) {
+    absl::FPrintF(stderr,
+                  "soak: --stall=%s: accepted: above 0\nusage: soak [flags]\n",
+                  absl::FormatDuration(stall));
+    return 2;
   }
   const std::vector<std::string> governors =
       absl::StrSplit(idle::GovernorNames(), '|');
   std::atomic<bool> finished{false};
-  std::thread watchdog(Watchdog, stall_seconds, std::cref(finished));
+  std::thread watchdog(Watchdog, stall, std::cref(finished));
   const int64_t start = arch::MonotonicNowNs();
   bool ok = true;
   for (const std::string& g : governors) {
@@ -250,8 +262,8 @@ int main(int argc, char** argv) {
   const uint64_t per = governors.size();
   printf("soak: %s: %" PRIu64 " park/unpark pairs and %" PRIu64
          " tasks over %zu governors in %.0f s\n",
-         ok ? "OK, nothing lost" : "FAILED, see LOST above",
-         pairs / per * per, tasks / per * per, governors.size(),
+         ok ? "OK, nothing lost" : "FAILED, see LOST above", pairs / per * per,
+         tasks / per * per, governors.size(),
          (arch::MonotonicNowNs() - start) / 1e9);
   return ok ? 0 : 1;
 }

@@ -30,6 +30,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
@@ -697,8 +698,8 @@ TEST(HostHypervisorTest, ConsistentOnThisMachine) {
     EXPECT_TRUE(leaves.count(1));
     EXPECT_EQ(HypervisorFromCpuid(leaves).kind, info.kind);
   }
-  std::printf("this machine: %s; %zu cpuid leaves recorded\n", line.c_str(),
-              leaves.size());
+  absl::PrintF("this machine: %s; %zu cpuid leaves recorded\n", line,
+               leaves.size());
 }
 
 }  // namespace
@@ -718,8 +719,8 @@ int main(int argc, char** argv) {
   }
   if (!fs::is_directory(haltpool::arch::g_testdata, ec)) {
     // The capture tests fail and name the path; the others still run.
-    std::fprintf(stderr, "hypervisor_test: no testdata directory at '%s'\n",
-                 haltpool::arch::g_testdata.c_str());
+    absl::FPrintF(stderr, "hypervisor_test: no testdata directory at '%s'\n",
+                  haltpool::arch::g_testdata);
   }
   return RUN_ALL_TESTS();
 }

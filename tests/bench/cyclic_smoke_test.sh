@@ -20,7 +20,7 @@ grep -Eq '^[0-9]{6} [0-9]{6}$' <<<"$out" || fail "no histogram bucket lines"
 
 err=$("$cyclic" --interval_us=10 2>&1 >/dev/null)
 rc=$?
-[[ $rc -eq 2 ]] && grep -q "^cyclic: --interval_us='10': accepted: a whole number from 50 to" <<<"$err" ||
+[[ $rc -eq 2 ]] && grep -q "^cyclic: Illegal value '10' specified for flag 'interval_us'; accepted: a whole number from 50 to" <<<"$err" ||
   fail "bad --interval_us: exit $rc: $err"
 err=$("$cyclic" loops=5 2>&1 >/dev/null)
 rc=$?

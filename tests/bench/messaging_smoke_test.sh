@@ -24,7 +24,7 @@ out=$("$messaging" --governors=block --loops=2 --groups=1 --senders=1 --receiver
 
 err=$("$messaging" --loops=0 2>&1 >/dev/null)
 rc=$?
-[[ $rc -eq 2 ]] && grep -q "^messaging: --loops='0': accepted: a whole number from 1 to" <<<"$err" ||
+[[ $rc -eq 2 ]] && grep -q "^messaging: Illegal value '0' specified for flag 'loops'; accepted: a whole number from 1 to" <<<"$err" ||
   fail "bad --loops: exit $rc: $err"
 err=$("$messaging" --governors=menu 2>&1 >/dev/null)
 rc=$?

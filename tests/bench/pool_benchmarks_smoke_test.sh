@@ -27,7 +27,7 @@ done
   fail "pool_latency CSV header"
 err=$("$latency" --scale=0 2>&1 >/dev/null)
 rc=$?
-[[ $rc -eq 2 ]] && grep -q "pool_latency: bad option '--scale=0'" <<<"$err" ||
+[[ $rc -eq 2 ]] && grep -q "^pool_latency: --scale=0: accepted: above 0" <<<"$err" ||
   fail "bad --scale: exit $rc: $err"
 
 filter=()

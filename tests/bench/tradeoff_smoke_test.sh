@@ -43,6 +43,6 @@ rc=$?
   fail "--only matching nothing: exit $rc: $err"
 err=$("$tradeoff" --point_ms=0 2>&1 >/dev/null)
 rc=$?
-[[ $rc -eq 2 ]] && grep -q "point_ms='0': accepted: a whole number from 1" <<<"$err" ||
+[[ $rc -eq 2 ]] && grep -q "Illegal value '0' specified for flag 'point_ms'; accepted: a whole number from 1" <<<"$err" ||
   fail "bad --point_ms: exit $rc: $err"
 echo PASS

@@ -4,10 +4,11 @@
 
 #include <stdio.h>
 
+#include "absl/strings/str_format.h"
 #include "runtime/config.h"
 
 int main() {
   const haltpool::Config config = haltpool::ConfigFromEnvironmentOrExit();
-  printf("OK governor=%s\n", config.pool.idle.governor.c_str());
+  absl::PrintF("OK governor=%s\n", config.pool.idle.governor);
   return 0;
 }

@@ -40,6 +40,6 @@ grep -q "HALTPOOL_HYPERVISOR='kvm': unknown environment; accepted: auto|" <<<"$e
   fail "message: $err"
 err=$("$info" --yaml 2>&1 >/dev/null)
 rc=$?
-[[ $rc -eq 2 ]] && grep -q "unknown argument '--yaml'; accepted: --json" <<<"$err" ||
+[[ $rc -eq 2 ]] && grep -q "unknown flag --yaml; accepted: --json" <<<"$err" ||
   fail "bad argument: exit $rc, $err"
 echo PASS

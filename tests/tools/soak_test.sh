@@ -3,7 +3,7 @@
 # task, and exit 0; a bad option must give its usage and exit 2.
 set -uo pipefail
 soak=$1
-out=$("$soak" --pairs=40000 --tasks=40000 --stall-seconds=30)
+out=$("$soak" --pairs=40000 --tasks=40000 --stall=30s)
 rc=$?
 echo "$out"
 [[ $rc -eq 0 ]] || { echo "soak exited $rc"; exit 1; }
