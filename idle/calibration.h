@@ -1,9 +1,9 @@
-// What the two idle states really cost on this machine: a wake of a
+// What the two idle states really cost on the machine the process runs on: a wake of a
 // blocked waiter (FUTEX_WAKE, the scheduler, and under a hypervisor an IPI
 // and a VM exit) and a wake of a polling one (a store seen by the poll
 // loop). Measured once per process by ping-pong between two threads over the
 // same futex and wait-loop paths the parker takes, in a few milliseconds, so
-// the block state's exit latency in the state table is this machine's and
+// the block state's exit latency in the state table is the host's own and
 // not a guess.
 
 #ifndef HALTPOOL_IDLE_CALIBRATION_H_

@@ -26,9 +26,9 @@ struct IdleState {
 using StateTable = std::array<IdleState, kStateCount>;
 
 // Block: a FUTEX_WAIT round trip between two threads is 11-15 us on a 2-vCPU
-// KVM guest with no cpuidle driver (DESIGN.md), so one wake costs about 6 us;
-// blocking pays off only for idles at least twice that long. Poll: zero, as
-// the kernel's poll_state.c.
+// KVM guest with no cpuidle driver (docs/DESIGN.md, "Why it matters"), so
+// one wake costs about 6 us; blocking pays off only for idles at least twice
+// that long. Poll: zero, as the kernel's poll_state.c.
 inline constexpr int64_t kDefaultBlockExitLatencyNs = 6000;
 inline constexpr int64_t kDefaultBlockTargetResidencyNs = 12000;
 

@@ -70,7 +70,8 @@ class PredictiveGovernor final : public Governor {
   // mean; a wake that regular is worth polling for.
   static constexpr int64_t kRegularJitterNs = 20000;
   // The least the poll after a predicted wake extends past it: a couple of
-  // microseconds of scheduling noise on this machine's vCPUs.
+  // microseconds of scheduling noise on a 2-vCPU KVM guest's vCPUs
+  // (docs/BENCHMARKS.md).
   static constexpr int64_t kMinToleranceNs = 2000;
   // A poll that returns within this found its wake already there: a poll
   // of a notified word is two clock reads and an atomic, under 100 ns here.

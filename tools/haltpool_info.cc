@@ -1,4 +1,4 @@
-// haltpool_info: what haltpool sees on this machine and what it will do
+// haltpool_info: what haltpool sees where it runs and what it will do
 // here: the hypervisor and its hints, steal time, the kernel's own cpuidle,
 // the CPU's wait mechanisms, the environment's profile, the calibration, and
 // the configuration resolved from the environment with each value's source.

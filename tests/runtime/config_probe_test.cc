@@ -89,7 +89,7 @@ TEST(ConfigProbe, CleanEnvironmentRuns) {
   const ProbeRun r = RunProbe({});
   ASSERT_TRUE(r.exited) << "signal " << r.status;
   EXPECT_EQ(r.status, 0) << r.err;
-  // The governor is this machine's profile's.
+  // The governor is the profile's of the host the test runs on.
   EXPECT_THAT(r.out, AllOf(StartsWith("OK governor="), EndsWith("\n")));
   EXPECT_EQ(r.err, "");
 }

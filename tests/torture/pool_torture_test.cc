@@ -37,7 +37,7 @@ constexpr int kSubmitters = 4;
 constexpr int kTasksPerSubmitter = 20000 / kScale;
 constexpr int kTimers = 400 / kScale;
 constexpr int kIoRoundTrips = 2000 / kScale;
-constexpr int kWorkers = 3;  // More than this machine's CPUs.
+constexpr int kWorkers = 3;  // More than the 2 CPUs of the CI machine.
 constexpr absl::Duration kHang = absl::Seconds(60);
 
 class PoolTorture : public ::testing::TestWithParam<const char*> {};
