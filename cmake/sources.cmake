@@ -27,6 +27,7 @@ set(HALTPOOL_SOURCES
   runtime/contention_monitor.cc
   runtime/cpu_quota.cc
   runtime/environment.cc
+  runtime/idle_workers.cc
   runtime/io/epoll_reactor.cc
   runtime/io/io_backend.cc
   runtime/io/uring_reactor.cc
@@ -77,6 +78,7 @@ set(HALTPOOL_HEADERS
   runtime/contention_monitor.h
   runtime/cpu_quota.h
   runtime/environment.h
+  runtime/idle_workers.h
   runtime/io/epoll_reactor.h
   runtime/io/io_backend.h
   runtime/io/io_reactor.h
@@ -130,6 +132,7 @@ set(HALTPOOL_TESTS
   tests/io/io_backend_test.cc
   tests/io/io_reactor_test.cc
   tests/io/uring_reactor_test.cc
+  tests/pool/idle_workers_test.cc
   tests/pool/pool_io_test.cc
   tests/pool/pool_memory_test.cc
   tests/pool/pool_placement_test.cc

@@ -51,7 +51,6 @@ struct ThreadPool::Worker {
   idle::WakeWord word;
   std::optional<idle::Parker> parker;
   TaskQueue local;
-  std::atomic<bool> idle{false};
   std::atomic<uint64_t> tasks_run{0};
   std::atomic<uint64_t> tasks_stolen{0};
   std::atomic<uint64_t> exceptions{0};
@@ -66,7 +65,7 @@ struct ThreadPool::Worker {
   std::string io_backend;  // Written once by the worker; read after.
   std::string io_note;
   std::atomic<bool> io_made{false};
-  uint32_t tasks_since_io = 0;   // Tasks run since I/O was last reaped.
+  uint32_t tasks_since_io = 0;  // Tasks run since I/O was last reaped.
   // For the contention monitor: involuntary switches at this worker's last
   // sample, and whether it polled since.
   int64_t nivcsw_mark = 0;
@@ -112,8 +111,6 @@ absl::Status ThreadPool::Start() {
   if (!quota.ok()) return quota.status();
   int n = options_.workers;
   if (n == 0) n = quota->usable_cpus;
-  max_pollers_ =
-      options_.max_pollers ? options_.max_pollers : std::max(1, n / 2);
   if (options_.calibrate) {
     // Once per process; a few milliseconds the first time.
     calibration_ = idle::ProcessCalibration();
@@ -139,6 +136,11 @@ absl::Status ThreadPool::Start() {
     w->parker.emplace(*std::move(parker));
     workers_.push_back(std::move(w));
   }
+  std::vector<idle::WakeWord*> words;
+  for (auto& w : workers_) words.push_back(&w->word);
+  idle_workers_ = std::make_unique<IdleWorkers>(
+      std::move(words),
+      options_.max_pollers ? options_.max_pollers : std::max(1, n / 2));
   accepting_.store(true, std::memory_order_seq_cst);
   for (auto& w : workers_) {
     Worker* raw = w.get();
@@ -171,7 +173,7 @@ absl::Status ThreadPool::Enqueue(Job job) {
     injection_.Push(std::move(job));
   }
   HALTPOOL_PROTOCOL_STEP();  // A worker may go idle between push and wake.
-  WakeOne();
+  idle_workers_->WakeOne();
   submitting_.fetch_sub(1, std::memory_order_seq_cst);
   return absl::OkStatus();
 }
@@ -198,7 +200,7 @@ absl::Status ThreadPool::SubmitAt(int64_t deadline_ns, Task task) {
     if (keeper >= 0) {
       workers_[keeper]->word.Unpark();
     } else {
-      WakeOne();
+      idle_workers_->WakeOne();
     }
   }
   submitting_.fetch_sub(1, std::memory_order_seq_cst);
@@ -208,28 +210,6 @@ absl::Status ThreadPool::SubmitAt(int64_t deadline_ns, Task task) {
 absl::Status ThreadPool::SubmitAfter(absl::Duration delay, Task task) {
   return SubmitAt(arch::MonotonicNowNs() + absl::ToInt64Nanoseconds(delay),
                   std::move(task));
-}
-
-void ThreadPool::WakeOne() noexcept {
-  // Pairs with IdleOnce: the push above, then this fence, then the idle
-  // flags; there, the idle flag, then the queues.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (num_idle_.load(std::memory_order_seq_cst) == 0) return;
-  const size_t n = workers_.size();
-  const size_t start = wake_cursor_.fetch_add(1, std::memory_order_relaxed);
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < n; ++i) {
-      Worker& w = *workers_[(start + i) % n];
-      if (!w.idle.load(std::memory_order_seq_cst)) continue;
-      if (pass == 0 && !w.word.polling()) continue;  // Pollers first.
-      HALTPOOL_PROTOCOL_STEP();  // The worker may retire meanwhile.
-      if (w.idle.exchange(false, std::memory_order_seq_cst)) {
-        num_idle_.fetch_sub(1, std::memory_order_seq_cst);
-        w.word.Unpark();
-        return;
-      }
-    }
-  }
 }
 
 bool ThreadPool::TimerDue() const noexcept {
@@ -321,17 +301,11 @@ bool ThreadPool::RunOne(Worker& w) {
 }
 
 void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
-  w.idle.store(true, std::memory_order_seq_cst);
-  num_idle_.fetch_add(1, std::memory_order_seq_cst);
-  HALTPOOL_PROTOCOL_STEP();  // A submitter may look for idle workers now.
-  auto retire = [&] {
-    if (w.idle.exchange(false, std::memory_order_seq_cst)) {
-      num_idle_.fetch_sub(1, std::memory_order_seq_cst);
-    }
-  };
-  if (HasWork() ||
-      (stop_ends_idle && stopping_.load(std::memory_order_seq_cst))) {
-    retire();
+  // The handshake with Enqueue: announce, then look at the queues again.
+  if (!idle_workers_->AnnounceThenRecheck(w.index, [&] {
+        return HasWork() ||
+               (stop_ends_idle && stopping_.load(std::memory_order_seq_cst));
+      })) {
     return;
   }
   // The first idle worker to see a timer parks until it (the keeper); the
@@ -343,16 +317,10 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
                       timer_keeper_.compare_exchange_strong(
                           no_keeper, w.index, std::memory_order_seq_cst);
   if (keeper) deadline = timers_.next_deadline();
-  contention_->MaybeSample(arch::MonotonicNowNs(),
-                           num_pollers_.load(std::memory_order_relaxed),
+  contention_->MaybeSample(arch::MonotonicNowNs(), idle_workers_->num_pollers(),
                            w.nivcsw_mark, w.polled_since_sample);
   const int64_t poll_cap = contention_->PollCapNs();
-  const bool poll =
-      poll_cap != 0 &&
-      num_pollers_.fetch_add(1, std::memory_order_relaxed) < max_pollers_;
-  if (!poll && poll_cap != 0) {
-    num_pollers_.fetch_sub(1, std::memory_order_relaxed);
-  }
+  const bool poll = poll_cap != 0 && idle_workers_->TryStartPolling();
   idle::ExternalWait* external =
       w.io != nullptr && w.io->in_flight() != 0 && !w.in_io_callbacks
           ? w.io_wait.get()
@@ -364,14 +332,16 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
   HALTPOOL_PROTOCOL_STEP();  // A wake may come before the park begins.
   w.parker->Park(deadline, may_poll, external, poll_cap);
   if (may_poll) w.polled_since_sample = true;
-  if (poll) num_pollers_.fetch_sub(1, std::memory_order_relaxed);
-  retire();
+  if (poll) idle_workers_->StopPolling();
+  idle_workers_->Retire(w.index);
   if (keeper) {
     timer_keeper_.store(-1, std::memory_order_seq_cst);
     // Hand the role on if timers remain that are not due yet (due ones this
     // worker runs itself next): it may be busy when they fall due.
     const int64_t next = timers_.next_deadline();
-    if (next != arch::kNoDeadline && next > arch::MonotonicNowNs()) WakeOne();
+    if (next != arch::kNoDeadline && next > arch::MonotonicNowNs()) {
+      idle_workers_->WakeOne();
+    }
   }
 }
 
@@ -382,8 +352,8 @@ void ThreadPool::WorkerMain(Worker& w) {
   // margin) end on time instead of up to 50 us late.
   if (absl::Status s = arch::SetThreadTimerSlackNs(kWorkerTimerSlackNs);
       !s.ok()) {
-    fprintf(stderr, "haltpool: worker %d keeps its timer slack: %s\n",
-            w.index, std::string(s.message()).c_str());
+    fprintf(stderr, "haltpool: worker %d keeps its timer slack: %s\n", w.index,
+            std::string(s.message()).c_str());
   }
   if (absl::Status s = ApplyPlacement(w.placement); !s.ok()) {
     fprintf(stderr, "haltpool: worker %d not pinned: %s\n", w.index,
@@ -435,7 +405,7 @@ void ThreadPool::Shutdown() {
 PoolStats ThreadPool::Stats() const {
   PoolStats stats;
   stats.timers_cancelled = timers_cancelled_.load(std::memory_order_relaxed);
-  stats.max_pollers = max_pollers_;
+  stats.max_pollers = idle_workers_ ? idle_workers_->max_pollers() : 0;
   stats.calibration = calibration_;
   stats.backoff = contention_->Stats();
   for (const auto& w : workers_) {

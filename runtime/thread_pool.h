@@ -3,12 +3,10 @@
 // parker per worker), so a submission to a polling worker costs a store and
 // no system call.
 //
-// Wake protocol (the one place it lives is thread_pool.cc): a worker about to
-// idle marks itself idle, then looks at every queue once more; a submitter
-// pushes, then looks for an idle worker to wake, preferring one that polls.
-// Both sides order these steps sequentially consistent, so either the worker
-// sees the task or the submitter sees the worker: a task never sits queued
-// while every worker sleeps.
+// Wake protocol: a worker about to idle marks itself idle, then looks at
+// every queue once more; a submitter pushes, then looks for an idle worker
+// to wake, preferring one that polls. The pool's half lives in
+// runtime/idle_workers.h (IdleWorkers), the parker's in idle/parker.h.
 
 #ifndef HALTPOOL_RUNTIME_THREAD_POOL_H_
 #define HALTPOOL_RUNTIME_THREAD_POOL_H_
@@ -25,6 +23,7 @@
 #include "absl/time/time.h"
 #include "runtime/contention_monitor.h"
 #include "runtime/environment.h"
+#include "runtime/idle_workers.h"
 #include "runtime/pool_io.h"
 #include "runtime/pool_options.h"
 #include "runtime/pool_stats.h"
@@ -119,23 +118,18 @@ class ThreadPool {
   bool HasWork() const noexcept;
   // True if the earliest timer is due.
   bool TimerDue() const noexcept;
-  // Wakes one idle worker, a polling one if any.
-  void WakeOne() noexcept;
   absl::Status Enqueue(Job job);
   Worker* CurrentWorker() const noexcept;
 
   PoolOptions options_;
-  int max_pollers_ = 1;
   std::string placement_note_;  // How the worker count and pinning came about.
   idle::Calibration calibration_;  // Empty if options_.calibrate is off.
   std::unique_ptr<ContentionMonitor> contention_;
   std::vector<std::unique_ptr<Worker>> workers_;
   TaskQueue injection_;
   TimerQueue timers_;
-  std::atomic<int> num_idle_{0};
-  std::atomic<int> num_pollers_{0};
+  std::unique_ptr<IdleWorkers> idle_workers_;  // Made in Start.
   std::atomic<int> timer_keeper_{-1};  // The worker parked until a timer.
-  std::atomic<unsigned> wake_cursor_{0};
   std::atomic<bool> accepting_{false};
   std::atomic<int> submitting_{0};  // Submits between check and push.
   std::atomic<bool> stopping_{false};
