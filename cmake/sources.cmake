@@ -38,6 +38,7 @@ set(HALTPOOL_SOURCES
   runtime/timer_queue.cc
   runtime/topology.cc
   runtime/value_parse.cc
+  runtime/worker_io.cc
 )
 
 # Its headers, installed under include/haltpool/ with their directories.
@@ -94,6 +95,7 @@ set(HALTPOOL_HEADERS
   runtime/timer_queue.h
   runtime/topology.h
   runtime/value_parse.h
+  runtime/worker_io.h
 )
 # The test programs: every cc_test under tests/ except tests/bench/ (the
 # benchmarks and their tests are built by Bazel only: they need oneTBB and

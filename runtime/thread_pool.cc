@@ -11,19 +11,15 @@
 #include "arch/cycle_clock.h"
 #include "arch/timer_slack.h"
 #include "idle/calibration.h"
-#include "idle/external_wait.h"
 #include "idle/parker.h"
 #include "idle/protocol_step.h"
 #include "runtime/config.h"
 #include "runtime/cpu_quota.h"
 #include "runtime/topology.h"
+#include "runtime/worker_io.h"
 
 namespace haltpool {
 namespace {
-
-// Tasks a worker runs between two looks at its I/O when it always has work:
-// Tokio's event_interval (61) in spirit; a power of two near it.
-constexpr uint32_t kTasksPerIoCheck = 64;
 
 thread_local const ThreadPool* tls_pool = nullptr;
 thread_local int tls_worker = -1;
@@ -56,40 +52,12 @@ struct ThreadPool::Worker {
   std::atomic<uint64_t> exceptions{0};
   std::vector<Task> due;  // Scratch for timers that fell due.
   std::thread thread;
-
-  // I/O, made on first use by this worker's tasks.
-  std::unique_ptr<IoReactor> io;
-  std::unique_ptr<idle::ExternalWait> io_wait;
-  absl::Status io_error;  // Why io could not be made, once tried.
-  std::atomic<uint64_t> io_callbacks{0};
-  std::string io_backend;  // Written once by the worker; read after.
-  std::string io_note;
-  std::atomic<bool> io_made{false};
-  uint32_t tasks_since_io = 0;  // Tasks run since I/O was last reaped.
+  WorkerIo io;  // Made on first use by this worker's tasks.
   // For the contention monitor: involuntary switches at this worker's last
   // sample, and whether it polled since.
   int64_t nivcsw_mark = 0;
   bool polled_since_sample = false;
-  bool in_io_callbacks = false;  // Inside ReapCompletions (not reentrant).
 };
-
-namespace {
-
-// The parker's block state for a worker with I/O in flight: its reactor.
-class ReactorWait final : public idle::ExternalWait {
- public:
-  explicit ReactorWait(IoReactor* io) : io_(io) {}
-  bool Ready() const noexcept override { return io_->CompletionReady(); }
-  bool Block(int64_t until_ns) noexcept override {
-    return io_->WaitUntil(until_ns);
-  }
-  void Kick() noexcept override { io_->Wake(); }
-
- private:
-  IoReactor* io_;
-};
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(
     const PoolOptions& code_options, const Environment& env) {
@@ -244,43 +212,15 @@ absl::StatusOr<PoolIo> ThreadPool::Io() {
     return absl::FailedPreconditionError(
         "ThreadPool::Io() is for tasks running on the pool's workers");
   }
-  if (!w->io_made.load(std::memory_order_relaxed) && w->io_error.ok()) {
-    absl::StatusOr<std::unique_ptr<IoReactor>> io =
-        MakeIoReactor(options_.io, &w->io_note);
-    if (!io.ok()) {
-      w->io_error = io.status();
-    } else {
-      w->io = *std::move(io);
-      w->io_backend = std::string(w->io->name());
-      w->io_wait = std::make_unique<ReactorWait>(w->io.get());
-      w->io_made.store(true, std::memory_order_release);
-    }
-  }
-  if (!w->io_error.ok()) return w->io_error;
-  return PoolIo(w->io.get(), &options_.on_exception, &w->exceptions);
-}
-
-bool ThreadPool::RunIo(Worker& w, bool reap_idle) {
-  if (w.io == nullptr || w.io->in_flight() == 0 || w.in_io_callbacks) {
-    return false;
-  }
-  if (!reap_idle && !w.io->CompletionReady()) return false;
-  w.in_io_callbacks = true;
-  const int ran = w.io->ReapCompletions();
-  w.in_io_callbacks = false;
-  if (ran <= 0) return false;
-  w.io_callbacks.store(w.io_callbacks.load(std::memory_order_relaxed) + ran,
-                       std::memory_order_relaxed);
-  return true;
+  if (absl::Status s = w->io.MakeOnce(options_.io); !s.ok()) return s;
+  return PoolIo(w->io.reactor(), &options_.on_exception, &w->exceptions);
 }
 
 bool ThreadPool::RunOne(Worker& w) {
   // Completions that are visibly ready run first; every so many tasks the
   // reactor is asked anyway (queued submissions, epoll's readiness), so a
   // worker that always has tasks still serves its I/O, as Go and Tokio do.
-  const bool io_due = ++w.tasks_since_io >= kTasksPerIoCheck;
-  if (io_due) w.tasks_since_io = 0;
-  if (RunIo(w, /*reap_idle=*/io_due)) return true;
+  if (w.io.Run(/*reap_idle=*/w.io.CheckDue())) return true;
   if (TimerDue()) {
     timers_.PopDue(arch::MonotonicNowNs(), w.due);
     for (Task& t : w.due) w.local.Push(Job{std::move(t), nullptr});
@@ -295,7 +235,7 @@ bool ThreadPool::RunOne(Worker& w) {
       if (job) Bump(w.tasks_stolen);
     }
   }
-  if (!job) return RunIo(w, /*reap_idle=*/true);
+  if (!job) return w.io.Run(/*reap_idle=*/true);
   Run(w, *job);
   return true;
 }
@@ -321,14 +261,11 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
                            w.nivcsw_mark, w.polled_since_sample);
   const int64_t poll_cap = contention_->PollCapNs();
   const bool poll = poll_cap != 0 && idle_workers_->TryStartPolling();
-  idle::ExternalWait* external =
-      w.io != nullptr && w.io->in_flight() != 0 && !w.in_io_callbacks
-          ? w.io_wait.get()
-          : nullptr;
+  idle::ExternalWait* external = w.io.WaitWhileInFlight();
   // epoll's readiness cannot be polled without a system call: a worker
   // waiting on it blocks in epoll_wait at once instead of polling blind.
   const bool may_poll =
-      poll && (external == nullptr || w.io->completions_pollable());
+      poll && (external == nullptr || w.io.completions_pollable());
   HALTPOOL_PROTOCOL_STEP();  // A wake may come before the park begins.
   w.parker->Park(deadline, may_poll, external, poll_cap);
   if (may_poll) w.polled_since_sample = true;
@@ -417,10 +354,10 @@ PoolStats ThreadPool::Stats() const {
     ws.tasks_run = w->tasks_run.load(std::memory_order_relaxed);
     ws.tasks_stolen = w->tasks_stolen.load(std::memory_order_relaxed);
     ws.exceptions = w->exceptions.load(std::memory_order_relaxed);
-    ws.io_callbacks = w->io_callbacks.load(std::memory_order_relaxed);
-    if (w->io_made.load(std::memory_order_acquire)) {
-      ws.io_backend = w->io_backend;
-      ws.io_note = w->io_note;
+    ws.io_callbacks = w->io.callbacks();
+    if (w->io.made()) {
+      ws.io_backend = w->io.backend();
+      ws.io_note = w->io.note();
     }
     stats.workers.push_back(std::move(ws));
   }

@@ -110,9 +110,6 @@ class ThreadPool {
   // queue, the shared queue, and other workers' queues.
   bool RunOne(Worker& w);
   void Run(Worker& w, Job& job);
-  // Runs ready I/O callbacks; true if any ran. `reap_idle` also asks the
-  // kernel when nothing is known to be ready (epoll's readiness).
-  bool RunIo(Worker& w, bool reap_idle);
   // One idle period: announce, re-check, park, retire.
   void IdleOnce(Worker& w, bool stop_ends_idle);
   bool HasWork() const noexcept;
