@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "arch/cycle_clock.h"
 #include "arch/timer_slack.h"
 #include "idle/calibration.h"
@@ -154,7 +156,26 @@ absl::Status ThreadPool::Submit(TaskGroup& group, Task task) {
   return Enqueue(Job{std::move(task), &group});
 }
 
-absl::Status ThreadPool::SubmitAt(int64_t deadline_ns, Task task) {
+absl::Status ThreadPool::SubmitAt(absl::Time deadline, Task task) {
+  if (deadline == absl::InfiniteFuture()) {
+    return SubmitAtMonotonicNs(arch::kNoDeadline, std::move(task));
+  }
+  // Wall clock first, then the monotonic one: the gap between the two reads
+  // makes the timer later, never earlier.
+  const absl::Duration left = deadline - absl::Now();
+  const int64_t now_ns = arch::MonotonicNowNs();
+  if (left <= absl::ZeroDuration()) {
+    return SubmitAtMonotonicNs(now_ns, std::move(task));
+  }
+  // Saturates: a deadline centuries away never falls due.
+  const int64_t left_ns = absl::ToInt64Nanoseconds(left);
+  return SubmitAtMonotonicNs(left_ns >= arch::kNoDeadline - now_ns
+                                 ? arch::kNoDeadline
+                                 : now_ns + left_ns,
+                             std::move(task));
+}
+
+absl::Status ThreadPool::SubmitAtMonotonicNs(int64_t deadline_ns, Task task) {
   submitting_.fetch_add(1, std::memory_order_seq_cst);
   if (!accepting_.load(std::memory_order_seq_cst)) {
     submitting_.fetch_sub(1, std::memory_order_seq_cst);
@@ -176,8 +197,13 @@ absl::Status ThreadPool::SubmitAt(int64_t deadline_ns, Task task) {
 }
 
 absl::Status ThreadPool::SubmitAfter(absl::Duration delay, Task task) {
-  return SubmitAt(arch::MonotonicNowNs() + absl::ToInt64Nanoseconds(delay),
-                  std::move(task));
+  const int64_t now_ns = arch::MonotonicNowNs();
+  const int64_t delay_ns =
+      std::max<int64_t>(0, absl::ToInt64Nanoseconds(delay));
+  return SubmitAtMonotonicNs(delay_ns >= arch::kNoDeadline - now_ns
+                                 ? arch::kNoDeadline
+                                 : now_ns + delay_ns,
+                             std::move(task));
 }
 
 bool ThreadPool::TimerDue() const noexcept {
@@ -289,12 +315,12 @@ void ThreadPool::WorkerMain(Worker& w) {
   // margin) end on time instead of up to 50 us late.
   if (absl::Status s = arch::SetThreadTimerSlackNs(kWorkerTimerSlackNs);
       !s.ok()) {
-    fprintf(stderr, "haltpool: worker %d keeps its timer slack: %s\n", w.index,
-            std::string(s.message()).c_str());
+    absl::FPrintF(stderr, "haltpool: worker %d keeps its timer slack: %s\n",
+                  w.index, s.message());
   }
   if (absl::Status s = ApplyPlacement(w.placement); !s.ok()) {
-    fprintf(stderr, "haltpool: worker %d not pinned: %s\n", w.index,
-            std::string(s.message()).c_str());
+    absl::FPrintF(stderr, "haltpool: worker %d not pinned: %s\n", w.index,
+                  s.message());
   }
   for (;;) {
     if (RunOne(w)) continue;

@@ -37,7 +37,7 @@ namespace haltpool {
 // Workers' timer slack: 1 ns, the least the kernel takes, so a worker's
 // timed block ends when asked and not up to the default 50 us later (a
 // timed FUTEX_WAIT on a 2-vCPU KVM guest ends 98 us late on average with
-// the default slack and 49 us with 1 ns; DESIGN.md's machine).
+// the default slack and 49 us with 1 ns; see docs/DESIGN.md).
 inline constexpr int64_t kWorkerTimerSlackNs = 1;
 
 class ThreadPool {
@@ -66,10 +66,19 @@ class ThreadPool {
   // As Submit, counting the task in `group` (see Wait).
   absl::Status Submit(TaskGroup& group, Task task);
 
-  // Queues `task` to run at or after CLOCK_MONOTONIC `deadline_ns`; timers
-  // due at the same time run in deadline order. Timers not yet due at
+  // Queues `task` to run once absl::Now() has reached `deadline`; timers
+  // run in deadline order. The deadline is read against absl::Now() once,
+  // at this call: what is left of it (deadline - absl::Now()) is then
+  // counted on CLOCK_MONOTONIC, so a later step of the wall clock (settime,
+  // an NTP step) moves the timer neither earlier nor later. Past deadlines
+  // (and absl::InfinitePast()) are due at once; absl::InfiniteFuture()
+  // never falls due and is cancelled at shutdown. Timers not yet due at
   // shutdown are cancelled and counted (PoolStats::timers_cancelled).
-  absl::Status SubmitAt(int64_t deadline_ns, Task task);
+  // FailedPrecondition once shutdown has begun. Any thread.
+  absl::Status SubmitAt(absl::Time deadline, Task task);
+
+  // Queues `task` to run once `delay` has passed on CLOCK_MONOTONIC (no wall
+  // clock involved); otherwise as SubmitAt.
   absl::Status SubmitAfter(absl::Duration delay, Task task);
 
   // Returns when every task submitted to `group` has finished. On one of
@@ -116,6 +125,8 @@ class ThreadPool {
   // True if the earliest timer is due.
   bool TimerDue() const noexcept;
   absl::Status Enqueue(Job job);
+  // SubmitAt with a CLOCK_MONOTONIC deadline (arch::kNoDeadline: never).
+  absl::Status SubmitAtMonotonicNs(int64_t deadline_ns, Task task);
   Worker* CurrentWorker() const noexcept;
 
   PoolOptions options_;
