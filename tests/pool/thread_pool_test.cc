@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "arch/cycle_clock.h"
@@ -139,6 +140,20 @@ TEST(ThreadPool, ShutdownWhileOtherThreadsSubmitLosesNothing) {
   for (auto& s : submitters) s.join();
   EXPECT_GT(accepted.load(), 0);
   EXPECT_EQ(ran.load(), accepted.load());
+}
+
+TEST(ThreadPool, SubmitAtThePastRunsAndTheInfiniteFutureIsCancelled) {
+  auto pool = MakePool(1);
+  absl::Notification past_ran;
+  std::atomic<bool> future_ran{false};
+  ASSERT_TRUE(
+      pool->SubmitAt(absl::InfinitePast(), [&] { past_ran.Notify(); }).ok());
+  ASSERT_TRUE(
+      pool->SubmitAt(absl::InfiniteFuture(), [&] { future_ran = true; }).ok());
+  EXPECT_TRUE(past_ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  pool->Shutdown();
+  EXPECT_FALSE(future_ran.load());
+  EXPECT_EQ(pool->Stats().timers_cancelled, 1u);
 }
 
 TEST(ThreadPool, TimersNeverFireEarlyAndFireInDeadlineOrder) {
