@@ -29,6 +29,7 @@ set(HALTPOOL_SOURCES
   runtime/environment.cc
   runtime/idle_workers.cc
   runtime/io/epoll_reactor.cc
+  runtime/io/event_waker.cc
   runtime/io/io_backend.cc
   runtime/io/uring_reactor.cc
   runtime/pool_stats.cc
@@ -80,7 +81,9 @@ set(HALTPOOL_HEADERS
   runtime/cpu_quota.h
   runtime/environment.h
   runtime/idle_workers.h
+  runtime/io/deadline.h
   runtime/io/epoll_reactor.h
+  runtime/io/event_waker.h
   runtime/io/io_backend.h
   runtime/io/io_reactor.h
   runtime/io/op_pool.h
