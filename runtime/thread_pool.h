@@ -66,15 +66,17 @@ class ThreadPool {
   // As Submit, counting the task in `group` (see Wait).
   absl::Status Submit(TaskGroup& group, Task task);
 
-  // Queues `task` to run once absl::Now() has reached `deadline`; timers
-  // run in deadline order. The deadline is read against absl::Now() once,
-  // at this call: what is left of it (deadline - absl::Now()) is then
-  // counted on CLOCK_MONOTONIC, so a later step of the wall clock (settime,
-  // an NTP step) moves the timer neither earlier nor later. Past deadlines
-  // (and absl::InfinitePast()) are due at once; absl::InfiniteFuture()
-  // never falls due and is cancelled at shutdown. Timers not yet due at
-  // shutdown are cancelled and counted (PoolStats::timers_cancelled).
-  // FailedPrecondition once shutdown has begun. Any thread.
+  // Queues `task` to run at `deadline`, a wall-clock time as absl::Now()
+  // reads it at this call; timers run in deadline order. The deadline is
+  // read against absl::Now() once, here: what is left of it (deadline -
+  // absl::Now()) is then counted on CLOCK_MONOTONIC, so a later step of the
+  // wall clock (settime, an NTP step) moves the timer neither earlier nor
+  // later, and the task never runs before that much time has passed. Past
+  // deadlines (and absl::InfinitePast()) are due at once;
+  // absl::InfiniteFuture() never falls due and is cancelled at shutdown. Timers
+  // not yet due at shutdown are cancelled and counted
+  // (PoolStats::timers_cancelled). FailedPrecondition once shutdown has begun.
+  // Any thread.
   absl::Status SubmitAt(absl::Time deadline, Task task);
 
   // Queues `task` to run once `delay` has passed on CLOCK_MONOTONIC (no wall

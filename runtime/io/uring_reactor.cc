@@ -114,7 +114,7 @@ absl::StatusOr<std::unique_ptr<UringReactor>> UringReactor::Create(
   absl::StatusOr<EventWaker> waker = EventWaker::Create();
   if (!waker.ok()) return waker.status();
   r->waker_ = *std::move(waker);
-  r->unsubmitted_.reserve(r->ring_.sq.ring_entries);
+  r->unsubmitted_.reserve(r->sq_entries());
   r->FlushBacklog();  // Arms the wake poll.
   r->SubmitPending();
   return r;

@@ -66,7 +66,9 @@ class UringReactor final : public IoReactor {
 
   // The submission and completion queue sizes the kernel granted. Any
   // thread; no system call.
-  unsigned sq_entries() const noexcept { return ring_.sq.ring_entries; }
+  unsigned sq_entries() const noexcept {
+    return io_uring_sq_space_left(&ring_) + io_uring_sq_ready(&ring_);
+  }
   unsigned cq_entries() const noexcept { return ring_.cq.ring_entries; }
 
  private:
