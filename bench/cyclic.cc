@@ -25,6 +25,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "arch/cycle_clock.h"
 #include "bench/command_line.h"
 #include "bench/latency_histogram.h"
@@ -97,7 +99,12 @@ class Cycler {
 
  private:
   void Arm(int k) {
-    absl::Status s = pool_.SubmitAt(Due(k), [this, k] { Cycle(k); });
+    // Due(k) is on CLOCK_MONOTONIC, SubmitAt's deadline on absl::Now(): hand
+    // over what is left. The monotonic clock is read first, so the pool's
+    // deadline is never before Due(k) (later by the gap between the reads).
+    const int64_t left_ns = Due(k) - arch::MonotonicNowNs();
+    const absl::Time deadline = absl::Now() + absl::Nanoseconds(left_ns);
+    absl::Status s = pool_.SubmitAt(deadline, [this, k] { Cycle(k); });
     if (!s.ok()) Finish();
   }
 

@@ -34,7 +34,9 @@ set(HALTPOOL_SOURCES
   runtime/contention_monitor.cc
   runtime/cpu_quota.cc
   runtime/environment.cc
+  runtime/idle_workers.cc
   runtime/io/epoll_reactor.cc
+  runtime/io/event_waker.cc
   runtime/io/io_backend.cc
   runtime/io/uring_reactor.cc
   runtime/pool_stats.cc
@@ -44,6 +46,7 @@ set(HALTPOOL_SOURCES
   runtime/timer_queue.cc
   runtime/topology.cc
   runtime/value_parse.cc
+  runtime/worker_io.cc
 )
 
 # Its headers, installed under include/haltpool/ with their directories.
@@ -93,7 +96,10 @@ set(HALTPOOL_HEADERS
   runtime/contention_monitor.h
   runtime/cpu_quota.h
   runtime/environment.h
+  runtime/idle_workers.h
+  runtime/io/deadline.h
   runtime/io/epoll_reactor.h
+  runtime/io/event_waker.h
   runtime/io/io_backend.h
   runtime/io/io_reactor.h
   runtime/io/op_pool.h
@@ -108,6 +114,7 @@ set(HALTPOOL_HEADERS
   runtime/timer_queue.h
   runtime/topology.h
   runtime/value_parse.h
+  runtime/worker_io.h
 )
 # The test programs: every cc_test under tests/ except tests/bench/ (the
 # benchmarks and their tests are built by Bazel only: they need oneTBB and
@@ -147,6 +154,7 @@ set(HALTPOOL_TESTS
   tests/io/io_backend_test.cc
   tests/io/io_reactor_test.cc
   tests/io/uring_reactor_test.cc
+  tests/pool/idle_workers_test.cc
   tests/pool/pool_io_test.cc
   tests/pool/pool_memory_test.cc
   tests/pool/pool_placement_test.cc

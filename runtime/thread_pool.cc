@@ -9,22 +9,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "arch/cycle_clock.h"
 #include "arch/timer_slack.h"
 #include "idle/calibration.h"
-#include "idle/external_wait.h"
 #include "idle/parker.h"
 #include "idle/protocol_step.h"
 #include "runtime/config.h"
 #include "runtime/cpu_quota.h"
 #include "runtime/topology.h"
+#include "runtime/worker_io.h"
 
 namespace haltpool {
 namespace {
-
-// Tasks a worker runs between two looks at its I/O when it always has work:
-// Tokio's event_interval (61) in spirit; a power of two near it.
-constexpr uint32_t kTasksPerIoCheck = 64;
 
 thread_local const ThreadPool* tls_pool = nullptr;
 thread_local int tls_worker = -1;
@@ -52,46 +49,17 @@ struct ThreadPool::Worker {
   idle::WakeWord word;
   std::optional<idle::Parker> parker;
   TaskQueue local;
-  std::atomic<bool> idle{false};
   std::atomic<uint64_t> tasks_run{0};
   std::atomic<uint64_t> tasks_stolen{0};
   std::atomic<uint64_t> exceptions{0};
   std::vector<Task> due;  // Scratch for timers that fell due.
   std::thread thread;
-
-  // I/O, made on first use by this worker's tasks.
-  std::unique_ptr<IoReactor> io;
-  std::unique_ptr<idle::ExternalWait> io_wait;
-  absl::Status io_error;  // Why io could not be made, once tried.
-  std::atomic<uint64_t> io_callbacks{0};
-  std::string io_backend;  // Written once by the worker; read after.
-  std::string io_note;
-  std::atomic<bool> io_made{false};
-  uint32_t tasks_since_io = 0;   // Tasks run since I/O was last reaped.
+  WorkerIo io;  // Made on first use by this worker's tasks.
   // For the contention monitor: involuntary switches at this worker's last
   // sample, and whether it polled since.
   int64_t nivcsw_mark = 0;
   bool polled_since_sample = false;
-  bool in_io_callbacks = false;  // Inside ReapCompletions (not reentrant).
 };
-
-namespace {
-
-// The parker's block state for a worker with I/O in flight: its reactor.
-class ReactorWait final : public idle::ExternalWait {
- public:
-  explicit ReactorWait(IoReactor* io) : io_(io) {}
-  bool Ready() const noexcept override { return io_->CompletionReady(); }
-  bool Block(int64_t until_ns) noexcept override {
-    return io_->WaitUntil(until_ns);
-  }
-  void Kick() noexcept override { io_->Wake(); }
-
- private:
-  IoReactor* io_;
-};
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(
     const PoolOptions& code_options, const Environment& env) {
@@ -136,8 +104,6 @@ absl::Status ThreadPool::Start() {
   if (!quota.ok()) return quota.status();
   int n = options_.workers;
   if (n == 0) n = quota->usable_cpus;
-  max_pollers_ =
-      options_.max_pollers ? options_.max_pollers : std::max(1, n / 2);
   contention_ = std::make_unique<ContentionMonitor>(
       options_.backoff, quota->usable_cpus, options_.idle.haltpoll.poll_ns,
       options_.contention_probe);
@@ -155,6 +121,11 @@ absl::Status ThreadPool::Start() {
     w->parker.emplace(*std::move(parker));
     workers_.push_back(std::move(w));
   }
+  std::vector<idle::WakeWord*> words;
+  for (auto& w : workers_) words.push_back(&w->word);
+  idle_workers_ = std::make_unique<IdleWorkers>(
+      std::move(words),
+      options_.max_pollers ? options_.max_pollers : std::max(1, n / 2));
   accepting_.store(true, std::memory_order_seq_cst);
   for (auto& w : workers_) {
     Worker* raw = w.get();
@@ -187,7 +158,7 @@ absl::Status ThreadPool::Enqueue(Job job) {
     injection_.Push(std::move(job));
   }
   HALTPOOL_PROTOCOL_STEP();  // A worker may go idle between push and wake.
-  WakeOne();
+  idle_workers_->WakeOne();
   submitting_.fetch_sub(1, std::memory_order_seq_cst);
   return absl::OkStatus();
 }
@@ -200,7 +171,26 @@ absl::Status ThreadPool::Submit(TaskGroup& group, Task task) {
   return Enqueue(Job{std::move(task), &group});
 }
 
-absl::Status ThreadPool::SubmitAt(int64_t deadline_ns, Task task) {
+absl::Status ThreadPool::SubmitAt(absl::Time deadline, Task task) {
+  if (deadline == absl::InfiniteFuture()) {
+    return SubmitAtMonotonicNs(arch::kNoDeadline, std::move(task));
+  }
+  // Wall clock first, then the monotonic one: the gap between the two reads
+  // makes the timer later, never earlier.
+  const absl::Duration left = deadline - absl::Now();
+  const int64_t now_ns = arch::MonotonicNowNs();
+  if (left <= absl::ZeroDuration()) {
+    return SubmitAtMonotonicNs(now_ns, std::move(task));
+  }
+  // Saturates: a deadline centuries away never falls due.
+  const int64_t left_ns = absl::ToInt64Nanoseconds(left);
+  return SubmitAtMonotonicNs(left_ns >= arch::kNoDeadline - now_ns
+                                 ? arch::kNoDeadline
+                                 : now_ns + left_ns,
+                             std::move(task));
+}
+
+absl::Status ThreadPool::SubmitAtMonotonicNs(int64_t deadline_ns, Task task) {
   submitting_.fetch_add(1, std::memory_order_seq_cst);
   if (!accepting_.load(std::memory_order_seq_cst)) {
     submitting_.fetch_sub(1, std::memory_order_seq_cst);
@@ -214,7 +204,7 @@ absl::Status ThreadPool::SubmitAt(int64_t deadline_ns, Task task) {
     if (keeper >= 0) {
       workers_[keeper]->word.Unpark();
     } else {
-      WakeOne();
+      idle_workers_->WakeOne();
     }
   }
   submitting_.fetch_sub(1, std::memory_order_seq_cst);
@@ -222,30 +212,13 @@ absl::Status ThreadPool::SubmitAt(int64_t deadline_ns, Task task) {
 }
 
 absl::Status ThreadPool::SubmitAfter(absl::Duration delay, Task task) {
-  return SubmitAt(arch::MonotonicNowNs() + absl::ToInt64Nanoseconds(delay),
-                  std::move(task));
-}
-
-void ThreadPool::WakeOne() noexcept {
-  // Pairs with IdleOnce: the push above, then this fence, then the idle
-  // flags; there, the idle flag, then the queues.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (num_idle_.load(std::memory_order_seq_cst) == 0) return;
-  const size_t n = workers_.size();
-  const size_t start = wake_cursor_.fetch_add(1, std::memory_order_relaxed);
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < n; ++i) {
-      Worker& w = *workers_[(start + i) % n];
-      if (!w.idle.load(std::memory_order_seq_cst)) continue;
-      if (pass == 0 && !w.word.polling()) continue;  // Pollers first.
-      HALTPOOL_PROTOCOL_STEP();  // The worker may retire meanwhile.
-      if (w.idle.exchange(false, std::memory_order_seq_cst)) {
-        num_idle_.fetch_sub(1, std::memory_order_seq_cst);
-        w.word.Unpark();
-        return;
-      }
-    }
-  }
+  const int64_t now_ns = arch::MonotonicNowNs();
+  const int64_t delay_ns =
+      std::max<int64_t>(0, absl::ToInt64Nanoseconds(delay));
+  return SubmitAtMonotonicNs(delay_ns >= arch::kNoDeadline - now_ns
+                                 ? arch::kNoDeadline
+                                 : now_ns + delay_ns,
+                             std::move(task));
 }
 
 bool ThreadPool::TimerDue() const noexcept {
@@ -280,43 +253,15 @@ absl::StatusOr<PoolIo> ThreadPool::Io() {
     return absl::FailedPreconditionError(
         "ThreadPool::Io() is for tasks running on the pool's workers");
   }
-  if (!w->io_made.load(std::memory_order_relaxed) && w->io_error.ok()) {
-    absl::StatusOr<std::unique_ptr<IoReactor>> io =
-        MakeIoReactor(options_.io, &w->io_note);
-    if (!io.ok()) {
-      w->io_error = io.status();
-    } else {
-      w->io = *std::move(io);
-      w->io_backend = std::string(w->io->name());
-      w->io_wait = std::make_unique<ReactorWait>(w->io.get());
-      w->io_made.store(true, std::memory_order_release);
-    }
-  }
-  if (!w->io_error.ok()) return w->io_error;
-  return PoolIo(w->io.get(), &options_.on_exception, &w->exceptions);
-}
-
-bool ThreadPool::RunIo(Worker& w, bool reap_idle) {
-  if (w.io == nullptr || w.io->in_flight() == 0 || w.in_io_callbacks) {
-    return false;
-  }
-  if (!reap_idle && !w.io->CompletionReady()) return false;
-  w.in_io_callbacks = true;
-  const int ran = w.io->ReapCompletions();
-  w.in_io_callbacks = false;
-  if (ran <= 0) return false;
-  w.io_callbacks.store(w.io_callbacks.load(std::memory_order_relaxed) + ran,
-                       std::memory_order_relaxed);
-  return true;
+  if (absl::Status s = w->io.MakeOnce(options_.io); !s.ok()) return s;
+  return PoolIo(w->io.reactor(), &options_.on_exception, &w->exceptions);
 }
 
 bool ThreadPool::RunOne(Worker& w) {
   // Completions that are visibly ready run first; every so many tasks the
   // reactor is asked anyway (queued submissions, epoll's readiness), so a
   // worker that always has tasks still serves its I/O, as Go and Tokio do.
-  const bool io_due = ++w.tasks_since_io >= kTasksPerIoCheck;
-  if (io_due) w.tasks_since_io = 0;
-  if (RunIo(w, /*reap_idle=*/io_due)) return true;
+  if (w.io.Run(/*reap_idle=*/w.io.CheckDue())) return true;
   if (TimerDue()) {
     timers_.PopDue(arch::MonotonicNowNs(), w.due);
     for (Task& t : w.due) w.local.Push(Job{std::move(t), nullptr});
@@ -331,23 +276,17 @@ bool ThreadPool::RunOne(Worker& w) {
       if (job) Bump(w.tasks_stolen);
     }
   }
-  if (!job) return RunIo(w, /*reap_idle=*/true);
+  if (!job) return w.io.Run(/*reap_idle=*/true);
   Run(w, *job);
   return true;
 }
 
 void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
-  w.idle.store(true, std::memory_order_seq_cst);
-  num_idle_.fetch_add(1, std::memory_order_seq_cst);
-  HALTPOOL_PROTOCOL_STEP();  // A submitter may look for idle workers now.
-  auto retire = [&] {
-    if (w.idle.exchange(false, std::memory_order_seq_cst)) {
-      num_idle_.fetch_sub(1, std::memory_order_seq_cst);
-    }
-  };
-  if (HasWork() ||
-      (stop_ends_idle && stopping_.load(std::memory_order_seq_cst))) {
-    retire();
+  // The handshake with Enqueue: announce, then look at the queues again.
+  if (!idle_workers_->AnnounceThenRecheck(w.index, [&] {
+        return HasWork() ||
+               (stop_ends_idle && stopping_.load(std::memory_order_seq_cst));
+      })) {
     return;
   }
   // The first idle worker to see a timer parks until it (the keeper); the
@@ -359,35 +298,28 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
                       timer_keeper_.compare_exchange_strong(
                           no_keeper, w.index, std::memory_order_seq_cst);
   if (keeper) deadline = timers_.next_deadline();
-  contention_->MaybeSample(arch::MonotonicNowNs(),
-                           num_pollers_.load(std::memory_order_relaxed),
+  contention_->MaybeSample(arch::MonotonicNowNs(), idle_workers_->num_pollers(),
                            w.nivcsw_mark, w.polled_since_sample);
   const int64_t poll_cap = contention_->PollCapNs();
-  const bool poll =
-      poll_cap != 0 &&
-      num_pollers_.fetch_add(1, std::memory_order_relaxed) < max_pollers_;
-  if (!poll && poll_cap != 0) {
-    num_pollers_.fetch_sub(1, std::memory_order_relaxed);
-  }
-  idle::ExternalWait* external =
-      w.io != nullptr && w.io->in_flight() != 0 && !w.in_io_callbacks
-          ? w.io_wait.get()
-          : nullptr;
+  const bool poll = poll_cap != 0 && idle_workers_->TryStartPolling();
+  idle::ExternalWait* external = w.io.WaitWhileInFlight();
   // epoll's readiness cannot be polled without a system call: a worker
   // waiting on it blocks in epoll_wait at once instead of polling blind.
   const bool may_poll =
-      poll && (external == nullptr || w.io->completions_pollable());
+      poll && (external == nullptr || w.io.completions_pollable());
   HALTPOOL_PROTOCOL_STEP();  // A wake may come before the park begins.
   w.parker->Park(deadline, may_poll, external, poll_cap);
   if (may_poll) w.polled_since_sample = true;
-  if (poll) num_pollers_.fetch_sub(1, std::memory_order_relaxed);
-  retire();
+  if (poll) idle_workers_->StopPolling();
+  idle_workers_->Retire(w.index);
   if (keeper) {
     timer_keeper_.store(-1, std::memory_order_seq_cst);
     // Hand the role on if timers remain that are not due yet (due ones this
     // worker runs itself next): it may be busy when they fall due.
     const int64_t next = timers_.next_deadline();
-    if (next != arch::kNoDeadline && next > arch::MonotonicNowNs()) WakeOne();
+    if (next != arch::kNoDeadline && next > arch::MonotonicNowNs()) {
+      idle_workers_->WakeOne();
+    }
   }
 }
 
@@ -398,12 +330,12 @@ void ThreadPool::WorkerMain(Worker& w) {
   // margin) end on time instead of up to 50 us late.
   if (absl::Status s = arch::SetThreadTimerSlackNs(kWorkerTimerSlackNs);
       !s.ok()) {
-    fprintf(stderr, "haltpool: worker %d keeps its timer slack: %s\n",
-            w.index, std::string(s.message()).c_str());
+    absl::FPrintF(stderr, "haltpool: worker %d keeps its timer slack: %s\n",
+                  w.index, s.message());
   }
   if (absl::Status s = ApplyPlacement(w.placement); !s.ok()) {
-    fprintf(stderr, "haltpool: worker %d not pinned: %s\n", w.index,
-            std::string(s.message()).c_str());
+    absl::FPrintF(stderr, "haltpool: worker %d not pinned: %s\n", w.index,
+                  s.message());
   }
   for (;;) {
     if (RunOne(w)) continue;
@@ -451,7 +383,7 @@ void ThreadPool::Shutdown() {
 PoolStats ThreadPool::Stats() const {
   PoolStats stats;
   stats.timers_cancelled = timers_cancelled_.load(std::memory_order_relaxed);
-  stats.max_pollers = max_pollers_;
+  stats.max_pollers = idle_workers_ ? idle_workers_->max_pollers() : 0;
   stats.calibration = calibration_;
   stats.backoff = contention_->Stats();
   for (const auto& w : workers_) {
@@ -463,10 +395,10 @@ PoolStats ThreadPool::Stats() const {
     ws.tasks_run = w->tasks_run.load(std::memory_order_relaxed);
     ws.tasks_stolen = w->tasks_stolen.load(std::memory_order_relaxed);
     ws.exceptions = w->exceptions.load(std::memory_order_relaxed);
-    ws.io_callbacks = w->io_callbacks.load(std::memory_order_relaxed);
-    if (w->io_made.load(std::memory_order_acquire)) {
-      ws.io_backend = w->io_backend;
-      ws.io_note = w->io_note;
+    ws.io_callbacks = w->io.callbacks();
+    if (w->io.made()) {
+      ws.io_backend = w->io.backend();
+      ws.io_note = w->io.note();
     }
     stats.workers.push_back(std::move(ws));
   }

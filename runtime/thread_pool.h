@@ -3,12 +3,10 @@
 // parker per worker), so a submission to a polling worker costs a store and
 // no system call.
 //
-// Wake protocol (the one place it lives is thread_pool.cc): a worker about to
-// idle marks itself idle, then looks at every queue once more; a submitter
-// pushes, then looks for an idle worker to wake, preferring one that polls.
-// Both sides order these steps sequentially consistent, so either the worker
-// sees the task or the submitter sees the worker: a task never sits queued
-// while every worker sleeps.
+// Wake protocol: a worker about to idle marks itself idle, then looks at
+// every queue once more; a submitter pushes, then looks for an idle worker
+// to wake, preferring one that polls. The pool's half lives in
+// runtime/idle_workers.h (IdleWorkers), the parker's in idle/parker.h.
 
 #ifndef HALTPOOL_RUNTIME_THREAD_POOL_H_
 #define HALTPOOL_RUNTIME_THREAD_POOL_H_
@@ -26,6 +24,7 @@
 #include "runtime/config.h"
 #include "runtime/contention_monitor.h"
 #include "runtime/environment.h"
+#include "runtime/idle_workers.h"
 #include "runtime/pool_io.h"
 #include "runtime/pool_options.h"
 #include "runtime/pool_stats.h"
@@ -39,7 +38,7 @@ namespace haltpool {
 // Workers' timer slack: 1 ns, the least the kernel takes, so a worker's
 // timed block ends when asked and not up to the default 50 us later (a
 // timed FUTEX_WAIT on a 2-vCPU KVM guest ends 98 us late on average with
-// the default slack and 49 us with 1 ns; DESIGN.md's machine).
+// the default slack and 49 us with 1 ns; see docs/DESIGN.md).
 inline constexpr int64_t kWorkerTimerSlackNs = 1;
 
 class ThreadPool {
@@ -78,10 +77,21 @@ class ThreadPool {
   // As Submit, counting the task in `group` (see Wait).
   absl::Status Submit(TaskGroup& group, Task task);
 
-  // Queues `task` to run at or after CLOCK_MONOTONIC `deadline_ns`; timers
-  // due at the same time run in deadline order. Timers not yet due at
-  // shutdown are cancelled and counted (PoolStats::timers_cancelled).
-  absl::Status SubmitAt(int64_t deadline_ns, Task task);
+  // Queues `task` to run at `deadline`, a wall-clock time as absl::Now()
+  // reads it at this call; timers run in deadline order. The deadline is
+  // read against absl::Now() once, here: what is left of it (deadline -
+  // absl::Now()) is then counted on CLOCK_MONOTONIC, so a later step of the
+  // wall clock (settime, an NTP step) moves the timer neither earlier nor
+  // later, and the task never runs before that much time has passed. Past
+  // deadlines (and absl::InfinitePast()) are due at once;
+  // absl::InfiniteFuture() never falls due and is cancelled at shutdown. Timers
+  // not yet due at shutdown are cancelled and counted
+  // (PoolStats::timers_cancelled). FailedPrecondition once shutdown has begun.
+  // Any thread.
+  absl::Status SubmitAt(absl::Time deadline, Task task);
+
+  // Queues `task` to run once `delay` has passed on CLOCK_MONOTONIC (no wall
+  // clock involved); otherwise as SubmitAt.
   absl::Status SubmitAfter(absl::Duration delay, Task task);
 
   // Returns when every task submitted to `group` has finished. On one of
@@ -122,31 +132,25 @@ class ThreadPool {
   // queue, the shared queue, and other workers' queues.
   bool RunOne(Worker& w);
   void Run(Worker& w, Job& job);
-  // Runs ready I/O callbacks; true if any ran. `reap_idle` also asks the
-  // kernel when nothing is known to be ready (epoll's readiness).
-  bool RunIo(Worker& w, bool reap_idle);
   // One idle period: announce, re-check, park, retire.
   void IdleOnce(Worker& w, bool stop_ends_idle);
   bool HasWork() const noexcept;
   // True if the earliest timer is due.
   bool TimerDue() const noexcept;
-  // Wakes one idle worker, a polling one if any.
-  void WakeOne() noexcept;
   absl::Status Enqueue(Job job);
+  // SubmitAt with a CLOCK_MONOTONIC deadline (arch::kNoDeadline: never).
+  absl::Status SubmitAtMonotonicNs(int64_t deadline_ns, Task task);
   Worker* CurrentWorker() const noexcept;
 
   PoolConfig options_;
-  int max_pollers_ = 1;
   std::string placement_note_;  // How the worker count and pinning came about.
   idle::Calibration calibration_;  // Empty unless calibration set a cost.
   std::unique_ptr<ContentionMonitor> contention_;
   std::vector<std::unique_ptr<Worker>> workers_;
   TaskQueue injection_;
   TimerQueue timers_;
-  std::atomic<int> num_idle_{0};
-  std::atomic<int> num_pollers_{0};
+  std::unique_ptr<IdleWorkers> idle_workers_;  // Made in Start.
   std::atomic<int> timer_keeper_{-1};  // The worker parked until a timer.
-  std::atomic<unsigned> wake_cursor_{0};
   std::atomic<bool> accepting_{false};
   std::atomic<int> submitting_{0};  // Submits between check and push.
   std::atomic<bool> stopping_{false};

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,11 +12,11 @@
 
 #include "absl/status/status.h"
 #include "arch/cycle_clock.h"
+#include "runtime/io/deadline.h"
 
 namespace haltpool {
 namespace {
 
-constexpr int64_t kNsPerSecond = 1000000000;
 constexpr int64_t kNsPerMs = 1000000;
 
 // Ready fds taken per epoll_wait; more are taken by the next call. A guess.
@@ -59,39 +58,20 @@ struct EpollReactor::Op {
   size_t len = 0;
 };
 
-void EpollReactor::OpList::PushBack(Op* op) noexcept {
-  op->next = nullptr;
-  if (tail != nullptr) {
-    tail->next = op;
-  } else {
-    head = op;
-  }
-  tail = op;
-}
-
-EpollReactor::Op* EpollReactor::OpList::PopFront() noexcept {
-  Op* op = head;
-  if (op != nullptr) {
-    head = op->next;
-    if (head == nullptr) tail = nullptr;
-    op->next = nullptr;
-  }
-  return op;
-}
-
 absl::StatusOr<std::unique_ptr<EpollReactor>> EpollReactor::Create() {
   std::unique_ptr<EpollReactor> r(new EpollReactor());
   r->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (r->epoll_fd_ < 0) {
     return absl::ErrnoToStatus(errno, "epoll_create1 failed");
   }
-  r->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (r->wake_fd_ < 0) return absl::ErrnoToStatus(errno, "eventfd failed");
+  absl::StatusOr<EventWaker> waker = EventWaker::Create();
+  if (!waker.ok()) return waker.status();
+  r->waker_ = *std::move(waker);
   // Level-triggered: it stays ready until WaitUntil drains it.
   epoll_event ev{};
   ev.events = EPOLLIN;
-  ev.data.fd = r->wake_fd_;
-  if (epoll_ctl(r->epoll_fd_, EPOLL_CTL_ADD, r->wake_fd_, &ev) < 0) {
+  ev.data.fd = r->waker_.fd();
+  if (epoll_ctl(r->epoll_fd_, EPOLL_CTL_ADD, r->waker_.fd(), &ev) < 0) {
     return absl::ErrnoToStatus(errno, "epoll_ctl(eventfd) failed");
   }
   r->timers_.reserve(kInitialTimers);
@@ -99,9 +79,9 @@ absl::StatusOr<std::unique_ptr<EpollReactor>> EpollReactor::Create() {
 }
 
 EpollReactor::~EpollReactor() {
-  if (wake_fd_ >= 0) close(wake_fd_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
-  // ops_ destroys the callbacks of operations still in flight.
+  // ops_ destroys the callbacks of operations still in flight; waker_
+  // closes the eventfd.
 }
 
 EpollReactor::Op* EpollReactor::NewOp(IoCallback cb) {
@@ -242,8 +222,7 @@ bool EpollReactor::Poll(int64_t timeout_ns, bool take_wake) noexcept {
     timespec ts;
     timespec* tsp = nullptr;
     if (timeout_ns > 0) {
-      ts.tv_sec = timeout_ns / kNsPerSecond;
-      ts.tv_nsec = timeout_ns % kNsPerSecond;
+      ts = ToTimespec<timespec>(timeout_ns);
       tsp = &ts;
     }
     n = epoll_pwait2(epoll_fd_, events, kMaxEvents, tsp, nullptr);
@@ -264,13 +243,9 @@ bool EpollReactor::Poll(int64_t timeout_ns, bool take_wake) noexcept {
   bool woken = false;
   for (int i = 0; i < n; ++i) {
     const int fd = events[i].data.fd;
-    if (fd == wake_fd_) {
+    if (fd == waker_.fd()) {
       woken = true;
-      if (take_wake) {
-        uint64_t count;
-        while (read(wake_fd_, &count, sizeof(count)) < 0 && errno == EINTR) {
-        }
-      }
+      if (take_wake) waker_.Drain();
       continue;
     }
     OnReady(fd, events[i].events);
@@ -367,12 +342,8 @@ void EpollReactor::Write(int fd, const void* buf, size_t len, int64_t offset,
 void EpollReactor::Timeout(int64_t duration_ns, IoCallback cb) {
   Op* op = NewOp(std::move(cb));
   op->kind = OpKind::kTimeout;
-  const int64_t now = arch::MonotonicNowNs();
-  const int64_t deadline = duration_ns <= 0 ? now
-                           : duration_ns > arch::kNoDeadline - now
-                               ? arch::kNoDeadline
-                               : now + duration_ns;
-  timers_.emplace_back(deadline, op);
+  timers_.emplace_back(DeadlineAfterNs(arch::MonotonicNowNs(), duration_ns),
+                       op);
   std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
 }
 
@@ -416,10 +387,6 @@ bool EpollReactor::WaitUntil(int64_t deadline_ns) noexcept {
   }
 }
 
-void EpollReactor::Wake() noexcept {
-  const uint64_t one = 1;
-  while (write(wake_fd_, &one, sizeof(one)) < 0 && errno == EINTR) {
-  }
-}
+void EpollReactor::Wake() noexcept { waker_.Wake(); }
 
 }  // namespace haltpool

@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "runtime/io/event_waker.h"
 #include "runtime/io/io_reactor.h"
 #include "runtime/io/op_pool.h"
 
@@ -65,13 +66,7 @@ class EpollReactor final : public IoReactor {
   struct Op;
 
   // Operations in FIFO order, linked through Op::next.
-  struct OpList {
-    Op* head = nullptr;
-    Op* tail = nullptr;
-    bool empty() const noexcept { return head == nullptr; }
-    void PushBack(Op* op) noexcept;
-    Op* PopFront() noexcept;
-  };
+  using OpList = ::haltpool::OpList<Op>;
 
   // The operations waiting for one fd to become ready.
   struct FdWaiters {
@@ -113,7 +108,7 @@ class EpollReactor final : public IoReactor {
   void ExpireTimers(int64_t now_ns) noexcept;
 
   int epoll_fd_ = -1;
-  int wake_fd_ = -1;
+  EventWaker waker_;         // In the epoll set, level-triggered.
   bool have_pwait2_ = true;  // epoll_pwait2 (Linux 5.11) not yet ENOSYS.
   size_t in_flight_ = 0;
   size_t parked_ = 0;           // Operations waiting in fds_.

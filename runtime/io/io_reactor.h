@@ -3,7 +3,7 @@
 // complete, and to sleep until one does. Two backends implement it: io_uring
 // (uring_reactor.h) and an epoll readiness emulation (epoll_reactor.h);
 // io_backend.h chooses between them. An I/O worker's block state waits in
-// WaitUntil() instead of FUTEX_WAIT (DESIGN.md, "Idle states").
+// WaitUntil() instead of FUTEX_WAIT (docs/DESIGN.md, "Idle states").
 //
 // Threading: a reactor belongs to one worker thread, its owner. Every method
 // except Wake() is called only by the owner, never concurrently; the reactor

@@ -1,7 +1,8 @@
 // Operation records for an I/O reactor: allocated in slabs, recycled through
-// a free list, so a reactor in steady state allocates nothing per operation.
-// Shared by the io_uring and epoll backends; each defines its own record,
-// which must have a `next` pointer for the list.
+// a free list, so a reactor in steady state allocates nothing per operation;
+// and the FIFO list the reactors queue records on. Shared by the io_uring and
+// epoll backends; each defines its own record, which must have a `next`
+// pointer for the lists.
 
 #ifndef HALTPOOL_RUNTIME_IO_OP_POOL_H_
 #define HALTPOOL_RUNTIME_IO_OP_POOL_H_
@@ -52,6 +53,39 @@ class OpPool {
  private:
   Op* free_ = nullptr;
   std::vector<std::unique_ptr<Op[]>> slabs_;  // Destroys records last.
+};
+
+// A FIFO of records linked through `next`, owning none of them. A record is
+// on at most one list (or the free list) at a time. Owner only; no
+// allocation.
+template <typename Op>
+struct OpList {
+  Op* head = nullptr;
+  Op* tail = nullptr;
+
+  bool empty() const noexcept { return head == nullptr; }
+
+  // Appends `op`.
+  void PushBack(Op* op) noexcept {
+    op->next = nullptr;
+    if (tail != nullptr) {
+      tail->next = op;
+    } else {
+      head = op;
+    }
+    tail = op;
+  }
+
+  // Unlinks and returns the first record, or null if the list is empty.
+  Op* PopFront() noexcept {
+    Op* op = head;
+    if (op != nullptr) {
+      head = op->next;
+      if (head == nullptr) tail = nullptr;
+      op->next = nullptr;
+    }
+    return op;
+  }
 };
 
 }  // namespace haltpool

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,11 +11,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "arch/cycle_clock.h"
+#include "runtime/io/deadline.h"
 
 namespace haltpool {
 namespace {
-
-constexpr int64_t kNsPerSecond = 1000000000;
 
 // user_data of the CQEs that are not operations. Operation records are
 // pointers to aligned structs, never 1 or 2; liburing keeps ~0
@@ -113,8 +111,10 @@ absl::StatusOr<std::unique_ptr<UringReactor>> UringReactor::Create(
   }
   io_uring_free_probe(probe);
 
-  r->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (r->wake_fd_ < 0) return absl::ErrnoToStatus(errno, "eventfd failed");
+  absl::StatusOr<EventWaker> waker = EventWaker::Create();
+  if (!waker.ok()) return waker.status();
+  r->waker_ = *std::move(waker);
+  r->unsubmitted_.reserve(r->sq_entries());
   r->FlushBacklog();  // Arms the wake poll.
   r->SubmitPending();
   return r;
@@ -125,20 +125,14 @@ UringReactor::~UringReactor() {
     CancelAll();
     io_uring_queue_exit(&ring_);
   }
-  if (wake_fd_ >= 0) close(wake_fd_);
+  // waker_ closes the eventfd.
 }
 
 void UringReactor::CancelAll() noexcept {
   // Never sent to the kernel: drop them, and turn queued SQEs into NOPs so
   // that nothing new starts.
-  while (backlog_head_ != nullptr) {
-    Op* op = backlog_head_;
-    backlog_head_ = op->next;
-    Drop(op);
-  }
-  backlog_tail_ = nullptr;
-  for (unsigned i = *ring_.sq.khead; i != ring_.sq.sqe_tail; ++i) {
-    io_uring_sqe* sqe = &ring_.sq.sqes[i & ring_.sq.ring_mask];
+  while (Op* op = backlog_.PopFront()) Drop(op);
+  for (io_uring_sqe* sqe : unsubmitted_) {
     const uint64_t data = sqe->user_data;
     if (data == kWakeTag) {
       wake_armed_ = false;
@@ -165,9 +159,10 @@ void UringReactor::CancelAll() noexcept {
   while (in_flight_ > 0 || wake_armed_) {
     const int64_t left = give_up - arch::MonotonicNowNs();
     if (left <= 0) break;
-    __kernel_timespec ts{left / kNsPerSecond, left % kNsPerSecond};
+    __kernel_timespec ts = ToTimespec<__kernel_timespec>(left);
     io_uring_cqe* cqe = nullptr;
     const int rc = io_uring_wait_cqe_timeout(&ring_, &cqe, &ts);
+    NoteSubmitted(/*helper_timeout=*/true);
     if (rc == -EINTR) continue;
     if (rc < 0) break;
     const uint64_t data = io_uring_cqe_get_data64(cqe);
@@ -212,8 +207,10 @@ io_uring_sqe* UringReactor::GetSqe() noexcept {
   if (sqe == nullptr) {
     // The SQ is full: send it now to make room (one io_uring_enter).
     io_uring_submit(&ring_);
+    NoteSubmitted();
     sqe = io_uring_get_sqe(&ring_);
   }
+  if (sqe != nullptr) unsubmitted_.push_back(sqe);
   return sqe;
 }
 
@@ -250,7 +247,7 @@ void UringReactor::Prep(io_uring_sqe* sqe, Op* op) noexcept {
 }
 
 void UringReactor::Push(Op* op) noexcept {
-  if (backlog_head_ == nullptr) {
+  if (backlog_.empty()) {
     if (io_uring_sqe* sqe = GetSqe()) {
       Prep(sqe, op);
       return;
@@ -258,28 +255,19 @@ void UringReactor::Push(Op* op) noexcept {
   }
   // Even a submit found no room (the kernel refused it, e.g. EBUSY): keep
   // the operation, in order, for the next ReapCompletions or WaitUntil.
-  op->next = nullptr;
-  if (backlog_tail_ != nullptr) {
-    backlog_tail_->next = op;
-  } else {
-    backlog_head_ = op;
-  }
-  backlog_tail_ = op;
+  backlog_.PushBack(op);
 }
 
 void UringReactor::FlushBacklog() noexcept {
-  while (backlog_head_ != nullptr) {
+  while (!backlog_.empty()) {
     io_uring_sqe* sqe = GetSqe();
     if (sqe == nullptr) return;
-    Op* op = backlog_head_;
-    backlog_head_ = op->next;
-    if (backlog_head_ == nullptr) backlog_tail_ = nullptr;
-    Prep(sqe, op);
+    Prep(sqe, backlog_.PopFront());
   }
   // Re-arm only once the eventfd is drained, else the poll fires at once.
   if (!wake_armed_ && !wake_pending_) {
     if (io_uring_sqe* sqe = GetSqe()) {
-      io_uring_prep_poll_add(sqe, wake_fd_, POLLIN);
+      io_uring_prep_poll_add(sqe, waker_.fd(), POLLIN);
       io_uring_sqe_set_data64(sqe, kWakeTag);
       wake_armed_ = true;
     }
@@ -287,7 +275,27 @@ void UringReactor::FlushBacklog() noexcept {
 }
 
 void UringReactor::SubmitPending() noexcept {
-  if (io_uring_sq_ready(&ring_) > 0) io_uring_submit(&ring_);
+  if (io_uring_sq_ready(&ring_) > 0) {
+    io_uring_submit(&ring_);
+    NoteSubmitted();
+  }
+}
+
+void UringReactor::NoteSubmitted(bool helper_timeout) noexcept {
+  size_t left = io_uring_sq_ready(&ring_);
+  // liburing's own timeout SQE, if it queued one, is the last; count it out.
+  // Should it have failed to queue one, one SQE of ours is forgotten too
+  // early: CancelAll then cancels it in the kernel instead of making it a
+  // NOP, never the reverse.
+  if (helper_timeout && left > 0 &&
+      (ring_.features & IORING_FEAT_EXT_ARG) == 0) {
+    --left;
+  }
+  if (left < unsubmitted_.size()) {
+    // The kernel takes SQEs in ring order: those left are the last ones.
+    unsubmitted_.erase(unsubmitted_.begin(),
+                       unsubmitted_.end() - static_cast<ptrdiff_t>(left));
+  }
 }
 
 void UringReactor::Accept(int listen_fd, IoCallback cb) {
@@ -357,13 +365,8 @@ void UringReactor::Timeout(int64_t duration_ns, IoCallback cb) {
   op->kind = OpKind::kTimeout;
   // Absolute, from now: a submission that waits for the next Reap does not
   // stretch the timeout.
-  const int64_t now = arch::MonotonicNowNs();
-  const int64_t deadline = duration_ns <= 0 ? now
-                           : duration_ns > arch::kNoDeadline - now
-                               ? arch::kNoDeadline
-                               : now + duration_ns;
-  op->deadline.tv_sec = deadline / kNsPerSecond;
-  op->deadline.tv_nsec = deadline % kNsPerSecond;
+  op->deadline = ToTimespec<__kernel_timespec>(
+      DeadlineAfterNs(arch::MonotonicNowNs(), duration_ns));
   Push(op);
 }
 
@@ -410,9 +413,7 @@ bool UringReactor::WaitUntil(int64_t deadline_ns) noexcept {
     FlushBacklog();
     TakeWakeCqes();
     if (wake_pending_) {
-      uint64_t count;
-      while (read(wake_fd_, &count, sizeof(count)) < 0 && errno == EINTR) {
-      }
+      waker_.Drain();
       wake_pending_ = false;
       FlushBacklog();  // Re-arms the poll.
       SubmitPending();
@@ -430,13 +431,13 @@ bool UringReactor::WaitUntil(int64_t deadline_ns) noexcept {
         SubmitPending();
         return false;
       }
-      ts.tv_sec = left / kNsPerSecond;
-      ts.tv_nsec = left % kNsPerSecond;
+      ts = ToTimespec<__kernel_timespec>(left);
       tsp = &ts;
     }
     io_uring_cqe* cqe = nullptr;
     const int rc =
         io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, tsp, nullptr);
+    NoteSubmitted(/*helper_timeout=*/tsp != nullptr);
     // -ETIME: the loop sees the deadline; -EINTR: a signal, wait again;
     // -EBUSY/-EAGAIN: the kernel is short of room, the loop retries.
     // Anything else is unexpected: return, the caller re-checks.
@@ -447,10 +448,6 @@ bool UringReactor::WaitUntil(int64_t deadline_ns) noexcept {
   }
 }
 
-void UringReactor::Wake() noexcept {
-  const uint64_t one = 1;
-  while (write(wake_fd_, &one, sizeof(one)) < 0 && errno == EINTR) {
-  }
-}
+void UringReactor::Wake() noexcept { waker_.Wake(); }
 
 }  // namespace haltpool

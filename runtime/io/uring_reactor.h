@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "runtime/io/event_waker.h"
 #include "runtime/io/io_reactor.h"
 #include "runtime/io/op_pool.h"
 
@@ -65,7 +66,9 @@ class UringReactor final : public IoReactor {
 
   // The submission and completion queue sizes the kernel granted. Any
   // thread; no system call.
-  unsigned sq_entries() const noexcept { return ring_.sq.ring_entries; }
+  unsigned sq_entries() const noexcept {
+    return io_uring_sq_space_left(&ring_) + io_uring_sq_ready(&ring_);
+  }
   unsigned cq_entries() const noexcept { return ring_.cq.ring_entries; }
 
  private:
@@ -86,6 +89,11 @@ class UringReactor final : public IoReactor {
   void FlushBacklog() noexcept;
   // One io_uring_submit if SQEs are queued.
   void SubmitPending() noexcept;
+  // After any submit: forgets the SQEs the kernel took (io_uring_sq_ready
+  // counts those it left). `helper_timeout` if the call was one of
+  // liburing's waits with a timeout, which on kernels without
+  // IORING_FEAT_EXT_ARG queues a timeout SQE of its own after ours.
+  void NoteSubmitted(bool helper_timeout = false) noexcept;
   // Takes wake CQEs at the head of the completion ring.
   void TakeWakeCqes() noexcept;
   // Runs the callback of a completed `op` and recycles the record.
@@ -97,13 +105,15 @@ class UringReactor final : public IoReactor {
 
   io_uring ring_{};
   bool ring_ready_ = false;
-  int wake_fd_ = -1;
-  bool wake_armed_ = false;    // A POLL_ADD on wake_fd_ is queued or in flight.
+  EventWaker waker_;
+  bool wake_armed_ = false;    // A POLL_ADD on waker_ is queued or in flight.
   bool wake_pending_ = false;  // Its CQE came; WaitUntil has not taken it.
   size_t in_flight_ = 0;
   OpPool<Op> ops_;
-  Op* backlog_head_ = nullptr;  // Started, not yet in the SQ (it was full).
-  Op* backlog_tail_ = nullptr;
+  OpList<Op> backlog_;  // Started, not yet in the SQ (it was full).
+  // The SQEs taken since the last submit, in ring order: what CancelAll
+  // turns into NOPs. Never more than the SQ holds; reserved at Create.
+  std::vector<io_uring_sqe*> unsubmitted_;
 };
 
 }  // namespace haltpool

@@ -1,6 +1,7 @@
 /* The wake protocol of haltpool, model-checked with spin: the parker's
  * handshake on a worker's wake word (idle/parker.cc) under the pool's wake
- * policy (runtime/thread_pool.cc: Enqueue, WakeOne, IdleOnce). README.md in
+ * policy (runtime/idle_workers.h: IdleWorkers, called from
+ * runtime/thread_pool.cc's Enqueue and IdleOnce). README.md in
  * this directory maps every step to the code it stands for; change both
  * together.
  *
@@ -34,9 +35,9 @@
 
 byte word[N];      /* WakeWord::state_ */
 bool in_futex[N];  /* the worker is queued in the kernel on its word */
-bool idle[N];      /* Worker::idle */
-byte num_idle;     /* ThreadPool::num_idle_ */
-byte num_pollers;  /* ThreadPool::num_pollers_ */
+bool idle[N];      /* IdleWorkers::Slot::idle */
+byte num_idle;     /* IdleWorkers::num_idle_ */
+byte num_pollers;  /* IdleWorkers::num_pollers_ */
 byte queued;       /* tasks in the queues */
 byte submitted;    /* tasks pushed */
 byte ran;          /* tasks run */
@@ -53,7 +54,7 @@ inline unpark(w, prev) {
   fi
 }
 
-/* ThreadPool::WakeOne: pollers first, then any idle worker. */
+/* IdleWorkers::WakeOne: pollers first, then any idle worker. */
 inline wake_one(start, pass, k, w, got, prev) {
   if
   :: num_idle == 0 -> skip
@@ -114,7 +115,8 @@ loop:
     fi
   };
 
-  /* IdleOnce: announce, re-check, park, retire. */
+  /* ThreadPool::IdleOnce: announce and re-check (IdleWorkers::
+   * AnnounceThenRecheck), park, retire. */
   idle[me] = 1;
   num_idle++;
   atomic {

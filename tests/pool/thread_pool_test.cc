@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "arch/cycle_clock.h"
 #include "gtest/gtest.h"
 #include "runtime/config.h"
@@ -140,18 +143,35 @@ TEST(ThreadPool, ShutdownWhileOtherThreadsSubmitLosesNothing) {
   EXPECT_EQ(ran.load(), accepted.load());
 }
 
+TEST(ThreadPool, SubmitAtThePastRunsAndTheInfiniteFutureIsCancelled) {
+  auto pool = MakePool(1);
+  absl::Notification past_ran;
+  std::atomic<bool> future_ran{false};
+  ASSERT_TRUE(
+      pool->SubmitAt(absl::InfinitePast(), [&] { past_ran.Notify(); }).ok());
+  ASSERT_TRUE(
+      pool->SubmitAt(absl::InfiniteFuture(), [&] { future_ran = true; }).ok());
+  EXPECT_TRUE(past_ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  pool->Shutdown();
+  EXPECT_FALSE(future_ran.load());
+  EXPECT_EQ(pool->Stats().timers_cancelled, 1u);
+}
+
 TEST(ThreadPool, TimersNeverFireEarlyAndFireInDeadlineOrder) {
   auto pool = MakePool(1);
   absl::Mutex mu;
   std::vector<int> order;
   std::vector<int64_t> late_by(8, -1);
   TaskGroup group;
-  const int64_t base = arch::MonotonicNowNs() + 20000000;  // 20 ms from now.
+  // 20 ms from now on both clocks; the monotonic one read first, so that
+  // SubmitAt's monotonic deadline is never before `due` below.
+  const int64_t base = arch::MonotonicNowNs() + 20000000;
+  const absl::Time wall_base = absl::Now() + absl::Milliseconds(20);
   // Submitted out of order; due 1 ms apart.
   for (int i : {5, 2, 7, 0, 3, 6, 1, 4}) {
     const int64_t due = base + i * 1000000;
     ASSERT_TRUE(pool->Submit(group, [] {}).ok());
-    ASSERT_TRUE(pool->SubmitAt(due,
+    ASSERT_TRUE(pool->SubmitAt(wall_base + absl::Milliseconds(i),
                                [&, i, due] {
                                  const int64_t now = arch::MonotonicNowNs();
                                  absl::MutexLock lock(&mu);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "arch/cycle_clock.h"
 #include "gtest/gtest.h"
@@ -93,12 +94,18 @@ TEST_P(PoolTorture, EveryTaskTimerAndCompletionExactlyOnce) {
   std::atomic<int> timers_early{0};
   std::minstd_rand rng(99);
   for (int i = 0; i < kTimers; ++i) {
-    const int64_t deadline =
-        arch::MonotonicNowNs() + static_cast<int64_t>(rng() % 3000000);
-    ASSERT_TRUE(pool.SubmitAt(deadline, [&, deadline] {
-                      if (arch::MonotonicNowNs() < deadline) ++timers_early;
-                      ++timers_fired;
-                    }).ok());
+    // The monotonic clock read before the wall clock: SubmitAt's deadline
+    // on CLOCK_MONOTONIC is then never before `earliest`.
+    const absl::Duration delay = absl::Nanoseconds(rng() % 3000000);
+    const int64_t earliest =
+        arch::MonotonicNowNs() + absl::ToInt64Nanoseconds(delay);
+    ASSERT_TRUE(pool.SubmitAt(absl::Now() + delay,
+                              [&, earliest] {
+                                if (arch::MonotonicNowNs() < earliest)
+                                  ++timers_early;
+                                ++timers_fired;
+                              })
+                    .ok());
   }
 
   // I/O: round trips over socket pairs, started from tasks on the workers;
