@@ -168,6 +168,7 @@ set(HALTPOOL_TESTS
 
 # What the tests share: headers and the helper program config_probe_test runs.
 set(HALTPOOL_TEST_SUPPORT
+  tests/arch/allocation_counter.h
   tests/idle/child_process.h
   tests/idle/fake_clock.h
   tests/examples/server_process.h

@@ -94,7 +94,7 @@ absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
                                      const Environment& env,
                                      const arch::HypervisorInfo& detected);
 
-// ResolveConfig on this machine: detected = arch::HostHypervisor().
+// ResolveConfig where the process runs: detected = arch::HostHypervisor().
 absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
                                      const Environment& env);
 

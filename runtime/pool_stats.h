@@ -33,8 +33,9 @@ struct PoolStats {
   std::vector<WorkerStats> workers;
   uint64_t timers_cancelled = 0;  // Not yet due at shutdown.
   uint64_t max_pollers = 0;
-  // What the block and poll states cost on this machine, as measured when
-  // the first pool started; measured is false with calibration off.
+  // What the block and poll states cost where the process runs, as
+  // measured when the first pool started; measured is false when nothing was
+  // calibrated (note says why).
   idle::Calibration calibration;
   BackoffStats backoff;  // The poll back-off under contention.
 };

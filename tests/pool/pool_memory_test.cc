@@ -15,22 +15,7 @@
 #include "gtest/gtest.h"
 #include "idle/parker.h"
 #include "runtime/thread_pool.h"
-
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-// Every allocation in the process passes through here.
-void* operator new(size_t n) {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
+#include "tests/arch/allocation_counter.h"
 
 namespace haltpool {
 namespace {
