@@ -51,17 +51,6 @@ FutexWaitResult FutexWaitUntil(const std::atomic<uint32_t>& word,
   }
 }
 
-FutexWaitResult FutexWaitFor(const std::atomic<uint32_t>& word,
-                             uint32_t expected, int64_t timeout_ns,
-                             FutexScope scope) noexcept {
-  const int64_t now = MonotonicNowNs();
-  // Negative, or too long to add to now without overflow: no limit.
-  const int64_t deadline = timeout_ns < 0 || timeout_ns > kNoDeadline - now
-                               ? kNoDeadline
-                               : now + timeout_ns;
-  return FutexWaitUntil(word, expected, deadline, scope);
-}
-
 void FutexFallbackNap(int64_t deadline_ns) noexcept {
   const int64_t now = MonotonicNowNs();
   int64_t until = now + kFutexFallbackNapNs;

@@ -42,11 +42,6 @@ FutexWaitResult FutexWaitUntil(const std::atomic<uint32_t>& word,
                                uint32_t expected, int64_t deadline_ns,
                                FutexScope scope) noexcept;
 
-// As FutexWaitUntil, with a timeout relative to now (< 0: no limit).
-FutexWaitResult FutexWaitFor(const std::atomic<uint32_t>& word,
-                             uint32_t expected, int64_t timeout_ns,
-                             FutexScope scope) noexcept;
-
 // Wakes up to `count` waiters on `word`; returns how many were woken.
 // A system call (about a microsecond, more when it sends an IPI).
 int FutexWake(const std::atomic<uint32_t>& word, int count,

@@ -5,8 +5,11 @@
 #ifndef HALTPOOL_RUNTIME_IO_DEADLINE_H_
 #define HALTPOOL_RUNTIME_IO_DEADLINE_H_
 
+#include <time.h>
+
 #include <cstdint>
 
+#include "absl/time/time.h"
 #include "arch/cycle_clock.h"
 
 namespace haltpool {
@@ -24,10 +27,11 @@ constexpr int64_t DeadlineAfterNs(int64_t now_ns,
 
 // `ns` (at least 0) as a timespec: struct timespec or __kernel_timespec.
 template <typename Timespec>
-constexpr Timespec ToTimespec(int64_t ns) noexcept {
+Timespec ToTimespec(int64_t ns) noexcept {
+  const timespec t = absl::ToTimespec(absl::Nanoseconds(ns));
   Timespec ts{};
-  ts.tv_sec = ns / kNsPerSecond;
-  ts.tv_nsec = ns % kNsPerSecond;
+  ts.tv_sec = t.tv_sec;
+  ts.tv_nsec = t.tv_nsec;
   return ts;
 }
 

@@ -58,7 +58,6 @@ TEST(FutexWait, ValueChangedWhenTheWordDiffers) {
               FutexWaitResult::kValueChanged);
     EXPECT_EQ(FutexWaitUntil(word, 0, kNoDeadline, scope),
               FutexWaitResult::kValueChanged);
-    EXPECT_EQ(FutexWaitFor(word, 0, -1, scope), FutexWaitResult::kValueChanged);
   }
 }
 
@@ -84,16 +83,6 @@ TEST(FutexWait, PassedDeadlineTimesOutAtOnce) {
   }
 }
 
-TEST(FutexWait, RelativeTimeout) {
-  std::atomic<uint32_t> word{0};
-  const int64_t t0 = MonotonicNowNs();
-  EXPECT_EQ(FutexWaitFor(word, 0, 2 * kMs, FutexScope::kPrivate),
-            FutexWaitResult::kTimedOut);
-  EXPECT_GE(MonotonicNowNs() - t0, 2 * kMs);
-  EXPECT_EQ(FutexWaitFor(word, 0, 0, FutexScope::kPrivate),
-            FutexWaitResult::kTimedOut);
-}
-
 TEST(FutexWake, NoWaiterWakesNobody) {
   std::atomic<uint32_t> word{0};
   EXPECT_EQ(FutexWake(word, 1, FutexScope::kPrivate), 0);
@@ -101,9 +90,9 @@ TEST(FutexWake, NoWaiterWakesNobody) {
       FutexWake(word, std::numeric_limits<int>::max(), FutexScope::kShared), 0);
 }
 
-// One thread waits in `wait` (a FutexWaitUntil or FutexWaitFor call on
-// `word` == 0) while this one calls FutexWake without changing the word,
-// until a call reports it woke a waiter. The waiter retries the spurious
+// One thread waits in `wait` (a FutexWaitUntil call on `word` == 0) while
+// this one calls FutexWake without changing the word, until a call reports
+// it woke a waiter. The waiter retries the spurious
 // wake-ups the contract allows until the waker has announced its wake.
 template <typename WaitFn>
 void ExpectWokenByFutexWake(FutexScope scope, WaitFn wait) {
@@ -149,24 +138,7 @@ TEST(FutexWake, WakesAWaiterOnAnotherThread) {
     ExpectWokenByFutexWake(scope, [scope](const std::atomic<uint32_t>& w) {
       return FutexWaitUntil(w, 0, kNoDeadline, scope);
     });
-    ExpectWokenByFutexWake(scope, [scope](const std::atomic<uint32_t>& w) {
-      return FutexWaitFor(w, 0, -1, scope);
-    });
-    ExpectWokenByFutexWake(scope, [scope](const std::atomic<uint32_t>& w) {
-      return FutexWaitFor(w, 0, 20 * kSecond, scope);
-    });
   }
-}
-
-TEST(FutexWake, RelativeTimeoutWithoutRealLimit) {
-  // FutexWaitFor's timeout is relative; the largest one a caller can pass
-  // (INT64_MAX ns, ~292 years, what absl::ToInt64Nanoseconds makes of
-  // absl::InfiniteDuration()) means "wait until woken", not "time out now".
-  ExpectWokenByFutexWake(
-      FutexScope::kPrivate, [](const std::atomic<uint32_t>& w) {
-        return FutexWaitFor(w, 0, std::numeric_limits<int64_t>::max(),
-                            FutexScope::kPrivate);
-      });
 }
 
 TEST(FutexWake, CountLimitsHowManyWake) {
