@@ -10,20 +10,6 @@ absl::string_view HostEnvironmentName(HostEnvironment e) {
   return kHostEnvironments.Name(e);
 }
 
-absl::StatusOr<HostEnvironment> ParseHostEnvironment(absl::string_view name) {
-  if (std::optional<HostEnvironment> e = kHostEnvironments.Parse(name)) {
-    return *e;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown environment '", name, "'; accepted: ", HostEnvironmentNames()));
-}
-
-absl::string_view HostEnvironmentNames() {
-  static const std::string* kJoined =
-      new std::string(kHostEnvironments.Names());
-  return *kJoined;
-}
-
 std::string DescribeHypervisor(const HypervisorInfo& info) {
   auto yn = [](bool b) { return b ? "yes" : "no"; };
   std::string out(HostEnvironmentName(info.kind));

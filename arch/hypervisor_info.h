@@ -53,13 +53,6 @@ inline constexpr std::array<HostEnvironment, 10> kAllHostEnvironments =
 // "kvm-s390", "unknown-vm".
 absl::string_view HostEnvironmentName(HostEnvironment e);
 
-// Parses a name as printed by HostEnvironmentName, exactly (no case folding,
-// no blanks). InvalidArgument naming the accepted names otherwise.
-absl::StatusOr<HostEnvironment> ParseHostEnvironment(absl::string_view name);
-
-// "bare-metal|kvm-dedicated|...|unknown-vm", for error messages.
-absl::string_view HostEnvironmentNames();
-
 // What detection found.
 struct HypervisorInfo {
   HostEnvironment kind = HostEnvironment::kBareMetal;

@@ -46,14 +46,6 @@ inline constexpr std::array<WaitMechanism, 8> kAllWaitMechanisms =
 // The lower-case name of `m` ("umwait").
 absl::string_view WaitMechanismName(WaitMechanism m);
 
-// Parses a name as printed by WaitMechanismName. "auto" is not a mechanism:
-// callers that accept it handle it before calling. Returns InvalidArgument
-// naming the accepted names otherwise.
-absl::StatusOr<WaitMechanism> ParseWaitMechanism(absl::string_view name);
-
-// "spin|pause|umwait|tpause|mwaitx|yield|wfe|wfet", for error messages.
-absl::string_view WaitMechanismNames();
-
 }  // namespace haltpool::arch
 
 #endif  // HALTPOOL_ARCH_WAIT_MECHANISM_H_

@@ -21,7 +21,6 @@
 namespace haltpool {
 namespace {
 
-
 std::vector<int> SortedUnique(std::vector<int> v) {
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -135,17 +134,6 @@ absl::StatusOr<TopologyPtr> LoadHwloc() {
 }  // namespace
 
 absl::string_view PinModeName(PinMode mode) { return kPinModes.Name(mode); }
-
-absl::string_view PinModeNames() {
-  static const std::string* kJoined = new std::string(kPinModes.Names());
-  return *kJoined;
-}
-
-absl::StatusOr<PinMode> ParsePinMode(absl::string_view name) {
-  if (std::optional<PinMode> mode = kPinModes.Parse(name)) return *mode;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown pin mode '", name, "'; accepted: ", PinModeNames()));
-}
 
 absl::StatusOr<Topology> LoadHwlocTopology(const std::vector<int>& allowed) {
   const std::vector<int> wanted = SortedUnique(allowed);

@@ -36,13 +36,6 @@ inline constexpr arch::NamedEnum<PinMode, 3> kPinModes({{
 // The lower-case name of `mode`: "none", "core" or "pu".
 absl::string_view PinModeName(PinMode mode);
 
-// "none|core|pu", for error messages and help.
-absl::string_view PinModeNames();
-
-// Parses a name as printed by PinModeName (exact, lower case). Returns
-// InvalidArgument naming the value and the accepted names otherwise.
-absl::StatusOr<PinMode> ParsePinMode(absl::string_view name);
-
 // One logical CPU (hwloc's PU) and where it sits.
 struct CpuInfo {
   int os_index = 0;    // The kernel's CPU number, as in sched_setaffinity.
