@@ -164,9 +164,14 @@ int Main(int argc, char** argv) {
   int status = 0;
   std::vector<std::pair<std::string, LatencyHistogram>> histograms;
   for (const std::string& name : names) {
+    PoolOptions o;
+    o.workers = workers;
+    if (name != "default") o.idle.governor = name;
     Config c = config;
-    c.pool.workers = workers;
-    if (name != "default") c.pool.idle.governor = name;
+    if (absl::Status s = ApplyCodeOptions(o, c); !s.ok()) {
+      absl::FPrintF(stderr, "cyclic: %s\n", s.message());
+      return 2;
+    }
     absl::StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(c);
     if (!pool.ok()) {
       absl::FPrintF(stderr, "cyclic: %s\n", pool.status().message());

@@ -245,9 +245,14 @@ int Main(int argc, char** argv) {
   Hogs hogs(flag(FLAGS_hogs));
   for (int run = 0; run < flag(FLAGS_runs); ++run) {
     for (size_t i = 0; i < names.size(); ++i) {
+      PoolOptions o;
+      o.workers = flag(FLAGS_workers);
+      if (names[i] != "default") o.idle.governor = names[i];
       Config c = config;
-      c.pool.workers = flag(FLAGS_workers);
-      if (names[i] != "default") c.pool.idle.governor = names[i];
+      if (absl::Status s = ApplyCodeOptions(o, c); !s.ok()) {
+        absl::FPrintF(stderr, "messaging: %s\n", s.message());
+        return 2;
+      }
       absl::StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(c);
       if (!pool.ok()) {
         absl::FPrintF(stderr, "messaging: %s\n", pool.status().message());

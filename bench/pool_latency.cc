@@ -91,9 +91,10 @@ int main(int argc, char** argv) {
   const Config config = ConfigFromEnvironmentOrExit();
   std::vector<Contender> contenders;
   auto haltpool_with = [&](const std::string& governor) {
-    Config c = config;
-    if (!governor.empty()) c.pool.idle.governor = governor;
-    return HaltpoolRunner(c, workers, "pool_latency");
+    PoolOptions o;
+    if (!governor.empty()) o.idle.governor = governor;
+    return HaltpoolRunner(WithCodeOptions(config, o, "pool_latency"), workers,
+                          "pool_latency");
   };
   contenders.push_back(
       {absl::StrCat("haltpool default (", config.pool.idle.governor, ")"),

@@ -16,8 +16,20 @@
 
 namespace haltpool::bench {
 
+Config WithCodeOptions(const Config& base, const PoolOptions& code,
+                       const char* program) {
+  Config config = base;
+  if (absl::Status s = ApplyCodeOptions(code, config); !s.ok()) {
+    absl::FPrintF(stderr, "%s: %s\n", program, s.message());
+    exit(2);
+  }
+  return config;
+}
+
 PoolRunner HaltpoolRunner(Config config, int workers, const char* program) {
-  config.pool.workers = workers;
+  PoolOptions sized;
+  sized.workers = workers;
+  config = WithCodeOptions(config, sized, program);
   return [config, program](const std::function<void(const SubmitFn&)>& body) {
     auto pool = ThreadPool::Create(config);
     if (!pool.ok()) {

@@ -18,6 +18,12 @@ namespace haltpool::bench {
 using PoolRunner =
     std::function<void(const std::function<void(const SubmitFn&)>&)>;
 
+// `base` with the fields `code` sets applied as code (ApplyCodeOptions), so
+// the display names them; a bad combination ends the process with a message
+// naming `program`.
+Config WithCodeOptions(const Config& base, const PoolOptions& code,
+                       const char* program);
+
 // haltpool's ThreadPool of `workers` under `config` (already resolved
 // against the environment and the profile; the benchmark may have changed
 // its governor since), used as it is. A pool that cannot start or a Submit

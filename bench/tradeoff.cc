@@ -97,26 +97,32 @@ struct PoolContender : Contender {
 // folly's 2 us and at the kernel's 200 us poll cap.
 struct GovernorVariant {
   std::string name;
-  idle::IdleOptions options;
+  idle::IdleOptions options;  // The parker's, for a pair.
+  IdleChoices choices;        // What the variant sets over the default.
 };
 
 std::vector<GovernorVariant> GovernorVariants(const idle::IdleOptions& base) {
   std::vector<GovernorVariant> out;
-  out.push_back({absl::StrCat("haltpool default (", base.governor, ")"), base});
+  out.push_back(
+      {absl::StrCat("haltpool default (", base.governor, ")"), base, {}});
   auto add = [&](std::string name, std::string governor, int64_t fixed_ns) {
     idle::IdleOptions o = base;
+    IdleChoices choices;
     o.governor = governor;
+    choices.governor = governor;
     o.fixed_poll_ns = fixed_ns;
+    choices.fixed_poll_ns = fixed_ns;
     // A fixed window is held to the poll cap; this variant is the window.
     if (governor == "fixed" && fixed_ns > o.haltpoll.poll_ns) {
       o.haltpoll.poll_ns = fixed_ns;
+      choices.haltpoll.poll_ns = fixed_ns;
     }
     // The default already runs these options.
     if (o.governor == base.governor &&
         (governor != "fixed" || fixed_ns == base.fixed_poll_ns)) {
       return;
     }
-    out.push_back({std::move(name), o});
+    out.push_back({std::move(name), o, choices});
   };
   add("haltpool haltpoll", "haltpoll", base.fixed_poll_ns);
   add("haltpool predictive", "predictive", base.fixed_poll_ns);
@@ -167,9 +173,10 @@ std::vector<PoolContender> PoolContenders(const Config& base, int workers) {
     c.haltpool = true;
     c.is_default = first;
     first = false;
-    Config o = base;
-    o.pool.idle = v.options;
-    c.with_pool = HaltpoolRunner(o, workers, "tradeoff");
+    PoolOptions o;
+    o.idle = v.choices;
+    c.with_pool = HaltpoolRunner(WithCodeOptions(base, o, "tradeoff"), workers,
+                                 "tradeoff");
     out.push_back(std::move(c));
   }
   // The default without the back-off under contention: on a 2-CPU machine
@@ -178,9 +185,10 @@ std::vector<PoolContender> PoolContenders(const Config& base, int workers) {
   PoolContender no_backoff;
   no_backoff.name = "haltpool default, back-off off";
   no_backoff.haltpool = true;
-  Config o = base;
-  o.pool.backoff = false;
-  no_backoff.with_pool = HaltpoolRunner(o, workers, "tradeoff");
+  PoolOptions o;
+  o.backoff = false;
+  no_backoff.with_pool =
+      HaltpoolRunner(WithCodeOptions(base, o, "tradeoff"), workers, "tradeoff");
   out.push_back(std::move(no_backoff));
   out.push_back({{"std::condition_variable pool"}, CondvarPoolRunner(workers)});
   out.push_back({{"oneTBB task_arena"}, TbbArenaRunner(workers)});

@@ -1,6 +1,6 @@
-// What the two idle states really cost on the machine the process runs on: a wake of a
-// blocked waiter (FUTEX_WAKE, the scheduler, and under a hypervisor an IPI
-// and a VM exit) and a wake of a polling one (a store seen by the poll
+// What the two idle states really cost on the machine the process runs on: a
+// wake of a blocked waiter (FUTEX_WAKE, the scheduler, and under a hypervisor
+// an IPI and a VM exit) and a wake of a polling one (a store seen by the poll
 // loop). Measured once per process by ping-pong between two threads over the
 // same futex and wait-loop paths the parker takes, in a few milliseconds, so
 // the block state's exit latency in the state table is the host's own and

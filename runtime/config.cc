@@ -41,10 +41,10 @@ absl::Status CheckConsistency(const Config& c) {
   const PoolConfig& o = c.pool;
   if (o.idle.governor == "fixed" &&
       o.idle.fixed_poll_ns > o.idle.haltpoll.poll_ns) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        Named(c, "HALTPOOL_FIXED_POLL_NS"), " is above the poll cap ",
-        Named(c, "HALTPOOL_POLL_NS"),
-        "; accepted: a fixed window no longer than the cap"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Named(c, "HALTPOOL_FIXED_POLL_NS"),
+                     " is above the poll cap ", Named(c, "HALTPOOL_POLL_NS"),
+                     "; accepted: a fixed window no longer than the cap"));
   }
   if (o.workers > 0 && o.max_pollers > o.workers) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -66,12 +66,23 @@ absl::Status CheckWait(const Config& c) {
                    "; accepted: auto or a mechanism this CPU has"));
 }
 
-ValueSource& SourceOf(Config& c, absl::string_view variable) {
+ResolvedVariable* Entry(Config& c, absl::string_view variable) {
   for (ResolvedVariable& v : c.variables) {
-    if (v.name == variable) return v.source;
+    if (v.name == variable) return &v;
   }
-  static ValueSource unused;
-  return unused;
+  return nullptr;
+}
+
+void Reformat(Config& config) {
+  for (ResolvedVariable& v : config.variables) {
+    v.value = FindTunable(v.name)->format(config);
+  }
+}
+
+absl::Status CodeError(const Tunable& t, const absl::Status& s) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid option from code: ", t.field, " (", t.variable,
+                   ") = ", s.message()));
 }
 
 }  // namespace
@@ -123,8 +134,8 @@ absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
   std::optional<std::string> chosen = env.Get(kHypervisorVariable);
   if (chosen) {
     if (absl::Status s = hypervisor.parse(*chosen, config); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          kHypervisorVariable, "='", *chosen, "': ", s.message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(kHypervisorVariable, "='", *chosen, "': ", s.message()));
     }
   }
   config.environment = config.hypervisor_override.value_or(detected.kind);
@@ -136,11 +147,7 @@ absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
       source = ValueSource::kProfile;
     }
     absl::StatusOr<bool> set = t.from_code(code, config);
-    if (!set.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("invalid option from code: ", t.field, " (", t.variable,
-                       ") = ", set.status().message()));
-    }
+    if (!set.ok()) return CodeError(t, set.status());
     if (*set) source = ValueSource::kCode;
     if (std::optional<std::string> value = env.Get(t.variable)) {
       if (absl::Status s = t.parse(*value, config); !s.ok()) {
@@ -151,12 +158,45 @@ absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
     }
     config.variables.push_back({std::string(t.variable), "", source});
   }
-  for (ResolvedVariable& v : config.variables) {
-    v.value = FindTunable(v.name)->format(config);
-  }
+  Reformat(config);
   if (absl::Status s = CheckConsistency(config); !s.ok()) return s;
   if (absl::Status s = CheckWait(config); !s.ok()) return s;
   return config;
+}
+
+absl::Status ApplyCodeOptions(const PoolOptions& code, Config& config) {
+  Config changed = config;
+  if (code.contention_probe)
+    changed.pool.contention_probe = code.contention_probe;
+  if (code.on_exception) changed.pool.on_exception = code.on_exception;
+  for (const Tunable& t : Tunables()) {
+    absl::StatusOr<bool> set = t.from_code(code, changed);
+    if (!set.ok()) return CodeError(t, set.status());
+    if (!*set) continue;
+    if (ResolvedVariable* v = Entry(changed, t.variable)) {
+      v->source = ValueSource::kCode;
+    }
+  }
+  Reformat(changed);
+  if (absl::Status s = ValidateConfig(changed); !s.ok()) return s;
+  config = std::move(changed);
+  return absl::OkStatus();
+}
+
+absl::Status ValidateConfig(const Config& config) {
+  if (config.variables.size() != Tunables().size()) {
+    return absl::InvalidArgumentError(
+        "the configuration was not resolved (no value sources); accepted: "
+        "one from ResolveConfig or ConfigFromEnvironmentOrExit");
+  }
+  for (const Tunable& t : Tunables()) {
+    if (absl::Status s = t.check(config); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Named(config, t.variable), ": ", s.message()));
+    }
+  }
+  if (absl::Status s = CheckConsistency(config); !s.ok()) return s;
+  return CheckWait(config);
 }
 
 bool WantsCalibration(const Config& config) {
@@ -171,18 +211,16 @@ bool WantsCalibration(const Config& config) {
 void ApplyCalibration(const idle::Calibration& calibration, Config& config) {
   if (!calibration.measured || !config.pool.calibrate) return;
   auto fill = [&](const char* name, int64_t& field, int64_t value) {
-    ValueSource& source = SourceOf(config, name);
-    if (source >= ValueSource::kCalibration) return;
+    ResolvedVariable* v = Entry(config, name);
+    if (v == nullptr || v->source >= ValueSource::kCalibration) return;
     field = value;
-    source = ValueSource::kCalibration;
+    v->source = ValueSource::kCalibration;
   };
   fill(kExitLatencyVariable, config.pool.idle.block_exit_latency_ns,
        calibration.block_wake_ns);
   fill(kResidencyVariable, config.pool.idle.block_target_residency_ns,
        2 * calibration.block_wake_ns);
-  for (ResolvedVariable& v : config.variables) {
-    v.value = FindTunable(v.name)->format(config);
-  }
+  Reformat(config);
 }
 
 std::string DisplayEnv(const Config& config) {

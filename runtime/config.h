@@ -35,7 +35,13 @@
 namespace haltpool {
 
 // Where a value came from, weakest first.
-enum class ValueSource { kDefault, kProfile, kCalibration, kCode, kEnvironment };
+enum class ValueSource {
+  kDefault,
+  kProfile,
+  kCalibration,
+  kCode,
+  kEnvironment
+};
 
 // "default", "profile", "calibration", "code", "environment".
 absl::string_view ValueSourceName(ValueSource source);
@@ -98,6 +104,21 @@ absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
 absl::StatusOr<Config> ResolveConfig(const PoolOptions& code,
                                      const Environment& env);
 
+// Sets the fields `code` sets over an already resolved `config`, each with
+// source kCode: how a program changes a resolved configuration (say, a
+// benchmark running each governor in turn) and keeps the display true.
+// Unlike ResolveConfig, the environment does not override them. Fails as
+// ResolveConfig does on a bad code value or contradicting settings, and
+// leaves `config` as it was.
+absl::Status ApplyCodeOptions(const PoolOptions& code, Config& config);
+
+// OK if `config` came from ResolveConfig and every value in it is still one
+// its tunable accepts, consistent with the others and runnable here (the
+// wait mechanism); ThreadPool::Create(Config) checks this, since a program
+// may change a resolved configuration. Errors name the variable, the field,
+// the value's source and what is accepted.
+absl::Status ValidateConfig(const Config& config);
+
 // True if calibration is on and one of the block state's costs still has
 // only its profile's or default value.
 bool WantsCalibration(const Config& config);
@@ -115,9 +136,10 @@ std::string DisplayEnv(const Config& config);
 // For programs: resolves from the process environment; on error prints
 // "haltpool: <message>" to stderr and exits with status 2 before any work;
 // with HALTPOOL_DISPLAY_ENV set, prints DisplayEnv() to stderr. It does not
-// calibrate: a program that starts a pool passes the result to
-// ThreadPool::Create(Config), which calibrates what is left to calibrate
-// (and, with HALTPOOL_DISPLAY_ENV, prints the configuration it runs with).
+// calibrate: a program that starts a pool passes the result (changed, if at
+// all, through ApplyCodeOptions) to ThreadPool::Create(Config), which
+// calibrates what is left to calibrate and, with HALTPOOL_DISPLAY_ENV,
+// prints the configuration that pool runs with.
 Config ConfigFromEnvironmentOrExit(const PoolOptions& code = {});
 
 }  // namespace haltpool

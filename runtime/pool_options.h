@@ -40,8 +40,9 @@ struct IdleChoices {
   std::optional<arch::WaitMechanism> wait;
   // The block state's costs in the state table (idle/idle_state.h). Unset:
   // calibrated at the first pool's start, else the profile's.
-  std::optional<int64_t> block_exit_latency_ns;      // HALTPOOL_BLOCK_EXIT_NS.
-  std::optional<int64_t> block_target_residency_ns;  // ..._BLOCK_RESIDENCY_NS.
+  // HALTPOOL_BLOCK_EXIT_LATENCY_NS, HALTPOOL_BLOCK_TARGET_RESIDENCY_NS.
+  std::optional<int64_t> block_exit_latency_ns;
+  std::optional<int64_t> block_target_residency_ns;
 };
 
 struct PoolOptions {

@@ -65,32 +65,33 @@ absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(
     const PoolOptions& code_options, const Environment& env) {
   absl::StatusOr<Config> config = ResolveConfig(code_options, env);
   if (!config.ok()) return config.status();
-  if (WantsCalibration(*config)) {
-    // Once per process; a few milliseconds the first time.
-    ApplyCalibration(idle::ProcessCalibration(), *config);
-  }
-  if (config->display_env) absl::FPrintF(stderr, "%s", DisplayEnv(*config));
   return Create(*std::move(config));
 }
 
 absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(Config config) {
-  if (WantsCalibration(config)) {
-    ApplyCalibration(idle::ProcessCalibration(), config);
-  }
-  std::unique_ptr<ThreadPool> pool(new ThreadPool(config.pool));
-  // The statistics show the calibration behind the block costs, if any.
-  pool->calibration_.note = config.pool.calibrate
-                                ? "not needed: code or the environment set "
-                                  "the block state's costs"
-                                : "off";
+  if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
+  // The statistics show the calibration behind the block costs: the
+  // measurement (with its note if it failed) whenever one was wanted.
+  idle::Calibration calibration;
+  calibration.note = config.pool.calibrate
+                         ? "not needed: code or the environment set the "
+                           "block state's costs"
+                         : "off";
   for (const char* name : {"HALTPOOL_BLOCK_EXIT_LATENCY_NS",
                            "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS"}) {
     const ResolvedVariable* v = config.Find(name);
-    if (v != nullptr && v->source == ValueSource::kCalibration) {
-      pool->calibration_ = idle::ProcessCalibration();
-      break;
+    if (v->source == ValueSource::kCalibration) {
+      calibration = idle::ProcessCalibration();
     }
   }
+  if (WantsCalibration(config)) {
+    // Once per process; a few milliseconds the first time.
+    calibration = idle::ProcessCalibration();
+    ApplyCalibration(calibration, config);
+  }
+  if (config.display_env) absl::FPrintF(stderr, "%s", DisplayEnv(config));
+  std::unique_ptr<ThreadPool> pool(new ThreadPool(config.pool));
+  pool->calibration_ = std::move(calibration);
   if (absl::Status s = pool->Start(); !s.ok()) return s;
   return pool;
 }
@@ -264,8 +265,13 @@ bool ThreadPool::RunOne(Worker& w) {
   if (w.io.Run(/*reap_idle=*/w.io.CheckDue())) return true;
   if (TimerDue()) {
     timers_.PopDue(arch::MonotonicNowNs(), w.due);
+    const bool more =
+        w.due.size() > 1 || timers_.next_deadline() != arch::kNoDeadline;
     for (Task& t : w.due) w.local.Push(Job{std::move(t), nullptr});
     w.due.clear();
+    // While this worker runs a timer's task, an idle one must take the rest
+    // of the due tasks (by stealing) and the role of timer keeper.
+    if (more) idle_workers_->WakeOne();
   }
   std::optional<Job> job = w.local.Pop();
   if (!job) job = injection_.Pop();
@@ -307,17 +313,21 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
   // waiting on it blocks in epoll_wait at once instead of polling blind.
   const bool may_poll =
       poll && (external == nullptr || w.io.completions_pollable());
+  // A worker that will not poll gives its polling slot back before it
+  // blocks, so another idle worker may poll meanwhile.
+  if (poll && !may_poll) idle_workers_->StopPolling();
   HALTPOOL_PROTOCOL_STEP();  // A wake may come before the park begins.
   w.parker->Park(deadline, may_poll, external, poll_cap);
-  if (may_poll) w.polled_since_sample = true;
-  if (poll) idle_workers_->StopPolling();
+  if (may_poll) {
+    w.polled_since_sample = true;
+    idle_workers_->StopPolling();
+  }
   idle_workers_->Retire(w.index);
   if (keeper) {
     timer_keeper_.store(-1, std::memory_order_seq_cst);
-    // Hand the role on if timers remain that are not due yet (due ones this
-    // worker runs itself next): it may be busy when they fall due.
-    const int64_t next = timers_.next_deadline();
-    if (next != arch::kNoDeadline && next > arch::MonotonicNowNs()) {
+    // Hand the role on if timers remain: this worker may be busy running
+    // a due one when the next falls due.
+    if (timers_.next_deadline() != arch::kNoDeadline) {
       idle_workers_->WakeOne();
     }
   }

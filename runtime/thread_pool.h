@@ -55,11 +55,13 @@ class ThreadPool {
       const Environment& env = ProcessEnvironment());
 
   // Starts the workers with an already resolved configuration (ResolveConfig
-  // or ConfigFromEnvironmentOrExit, perhaps changed since), used as it is:
-  // nothing is resolved or printed again. Calibrates the block state's costs
-  // that are still the profile's or the default (when config.pool.calibrate
-  // is on). Fails with FailedPrecondition if the wait mechanism cannot run
-  // here.
+  // or ConfigFromEnvironmentOrExit, changed since, if at all, through
+  // ApplyCodeOptions), used as it is: nothing is resolved again. Checks it
+  // again (ValidateConfig), calibrates the block state's costs that are
+  // still the profile's or the default (when config.pool.calibrate is on)
+  // and, with HALTPOOL_DISPLAY_ENV=1, prints the configuration the pool runs
+  // with. Fails with InvalidArgument naming the variable of a bad value, or
+  // FailedPrecondition if the wait mechanism cannot run here.
   static absl::StatusOr<std::unique_ptr<ThreadPool>> Create(Config config);
 
   // Shuts down (see Shutdown).

@@ -21,11 +21,10 @@ absl::Status Reject(absl::string_view problem, absl::string_view accepted) {
 }
 
 // A codec turns a variable's text into a value and back, and checks a value
-// set in code. Each has: Value, Parse, Check, Format, Accepted, kType.
+// set in code. Each has: Value, Parse, Check, Format, Accepted.
 
 struct DurationCodec {
   using Value = int64_t;
-  static constexpr absl::string_view kType = "duration";
   int64_t max_ns;
   absl::StatusOr<Value> Parse(absl::string_view t) const {
     return ParseDurationNs(t, 0, max_ns);
@@ -42,7 +41,6 @@ struct DurationCodec {
 
 struct IntegerCodec {
   using Value = int64_t;
-  static constexpr absl::string_view kType = "integer";
   int64_t min, max;
   absl::StatusOr<Value> Parse(absl::string_view t) const {
     return ParseInteger(t, min, max);
@@ -57,7 +55,6 @@ struct IntegerCodec {
 
 struct BoolCodec {
   using Value = bool;
-  static constexpr absl::string_view kType = "boolean";
   absl::StatusOr<Value> Parse(absl::string_view t) const {
     return ParseBool(t);
   }
@@ -72,7 +69,6 @@ template <typename Table, bool auto_means_unset>
 struct EnumCodec {
   using Enum = std::decay_t<decltype(std::declval<Table>().entries()[0].value)>;
   using Value = std::conditional_t<auto_means_unset, std::optional<Enum>, Enum>;
-  static constexpr absl::string_view kType = "name";
   const Table* table;
   absl::string_view what;  // "wait mechanism", for "unknown wait mechanism".
   absl::StatusOr<Value> Parse(absl::string_view t) const {
@@ -80,11 +76,20 @@ struct EnumCodec {
       if (t == "auto") return Value(std::nullopt);
     }
     if (std::optional<Enum> e = table->Parse(t)) return Value(*e);
-    return Reject(t.empty() ? std::string("empty")
-                              : absl::StrCat("unknown ", what),
-                    Accepted());
+    return Reject(
+        t.empty() ? std::string("empty") : absl::StrCat("unknown ", what),
+        Accepted());
   }
-  absl::Status Check(const Value&) const { return absl::OkStatus(); }
+  absl::Status Check(const Value& v) const {
+    if constexpr (auto_means_unset) {
+      if (!v) return absl::OkStatus();
+      return table->Parse(table->Name(*v)) ? absl::OkStatus()
+                                           : Reject("not a value", Accepted());
+    } else {
+      return table->Parse(table->Name(v)) ? absl::OkStatus()
+                                          : Reject("not a value", Accepted());
+    }
+  }
   std::string Format(const Value& v) const {
     if constexpr (auto_means_unset) {
       return v ? std::string(table->Name(*v)) : std::string("auto");
@@ -99,7 +104,6 @@ struct EnumCodec {
 
 struct GovernorCodec {
   using Value = std::string;
-  static constexpr absl::string_view kType = "name";
   absl::StatusOr<Value> Parse(absl::string_view t) const {
     if (idle::IsGovernorName(t)) return std::string(t);
     return Reject(t.empty() ? "empty" : "unknown governor", Accepted());
@@ -128,13 +132,11 @@ Tunable Row(absl::string_view variable, absl::string_view field,
     slot = static_cast<std::remove_reference_t<decltype(slot)>>(v);
   };
   auto format = [codec, resolved](const Config& c) {
-    return codec.Format(
-        static_cast<Value>(resolved(const_cast<Config&>(c))));
+    return codec.Format(static_cast<Value>(resolved(c)));
   };
   Tunable t;
   t.variable = variable;
   t.field = field;
-  t.type = Codec::kType;
   t.help = help;
   t.accepted = codec.Accepted();
   t.default_value = format(Config{});
@@ -144,9 +146,8 @@ Tunable Row(absl::string_view variable, absl::string_view field,
     assign(c, *v);
     return absl::OkStatus();
   };
-  t.from_code = [codec, code, assign,
-                 format](const PoolOptions& o,
-                         Config& c) -> absl::StatusOr<bool> {
+  t.from_code = [codec, code, assign, format](
+                    const PoolOptions& o, Config& c) -> absl::StatusOr<bool> {
     if constexpr (std::is_same_v<Code, std::nullptr_t>) {
       return false;
     } else {
@@ -168,6 +169,9 @@ Tunable Row(absl::string_view variable, absl::string_view field,
       assign(c, static_cast<Value>(profile(p)));
     };
   }
+  t.check = [codec, resolved](const Config& c) {
+    return codec.Check(static_cast<Value>(resolved(c)));
+  };
   t.format = format;
   return t;
 }
@@ -182,71 +186,72 @@ std::vector<Tunable> MakeTunables() {
       "(detected) or one named",
       EnumCodec<decltype(arch::kHostEnvironments), true>{
           &arch::kHostEnvironments, "environment"},
-      nullptr, [](Config& c) -> auto& { return c.hypervisor_override; }));
+      nullptr, [](auto& c) -> auto& { return c.hypervisor_override; }));
   rows.push_back(Row(
       "HALTPOOL_CALIBRATE", "calibrate",
       "1 measures the block state's wake cost when the first pool starts (a "
       "few milliseconds) and uses it for the block costs neither code nor "
       "environment set; 0 keeps the profile's",
       BoolCodec{}, [](const PoolOptions& o) { return o.calibrate; },
-      [](Config& c) -> auto& { return c.pool.calibrate; }));
+      [](auto& c) -> auto& { return c.pool.calibrate; }));
   rows.push_back(Row(
       "HALTPOOL_BACKOFF", "backoff",
       "1 backs off polling while the CPUs are contended (steal time over "
       "10 %, more runnable threads than CPUs, pollers preempted); 0 polls "
       "regardless",
       BoolCodec{}, [](const PoolOptions& o) { return o.backoff; },
-      [](Config& c) -> auto& { return c.pool.backoff; }));
+      [](auto& c) -> auto& { return c.pool.backoff; }));
   rows.push_back(Row(
       "HALTPOOL_GOVERNOR", "idle.governor",
       "the idle governor: haltpoll (the kernel's adaptive window), "
       "predictive (the next timer and regular wakes), poll (never blocks), "
       "block (never polls), fixed (HALTPOOL_FIXED_POLL_NS)",
       GovernorCodec{}, [](const PoolOptions& o) { return o.idle.governor; },
-      [](Config& c) -> auto& { return c.pool.idle.governor; },
+      [](auto& c) -> auto& { return c.pool.idle.governor; },
       [](const idle::Profile& p) { return std::string(p.governor); }));
   rows.push_back(Row(
       "HALTPOOL_POLL_NS", "idle.haltpoll.poll_ns",
       "haltpoll and predictive: the poll window's cap, as guest_halt_poll_ns",
       kWindow, [](const PoolOptions& o) { return o.idle.haltpoll.poll_ns; },
-      [](Config& c) -> auto& { return c.pool.idle.haltpoll.poll_ns; },
+      [](auto& c) -> auto& { return c.pool.idle.haltpoll.poll_ns; },
       [](const idle::Profile& p) { return p.poll_ns; }));
   rows.push_back(Row(
       "HALTPOOL_POLL_GROW", "idle.haltpoll.grow",
       "haltpoll: the factor the window grows by, as guest_halt_poll_grow",
       IntegerCodec{idle::kMinGrow, idle::kMaxFactor},
       [](const PoolOptions& o) { return o.idle.haltpoll.grow; },
-      [](Config& c) -> auto& { return c.pool.idle.haltpoll.grow; }));
+      [](auto& c) -> auto& { return c.pool.idle.haltpoll.grow; }));
   rows.push_back(Row(
       "HALTPOOL_POLL_GROW_START", "idle.haltpoll.grow_start",
       "haltpoll: the first non-zero window, as guest_halt_poll_grow_start",
       kWindow, [](const PoolOptions& o) { return o.idle.haltpoll.grow_start; },
-      [](Config& c) -> auto& { return c.pool.idle.haltpoll.grow_start; }));
+      [](auto& c) -> auto& { return c.pool.idle.haltpoll.grow_start; }));
   rows.push_back(Row(
       "HALTPOOL_POLL_SHRINK", "idle.haltpoll.shrink",
       "haltpoll: the divisor the window shrinks by (0 resets it), as "
       "guest_halt_poll_shrink",
       IntegerCodec{0, idle::kMaxFactor},
       [](const PoolOptions& o) { return o.idle.haltpoll.shrink; },
-      [](Config& c) -> auto& { return c.pool.idle.haltpoll.shrink; }));
+      [](auto& c) -> auto& { return c.pool.idle.haltpoll.shrink; }));
   rows.push_back(Row(
       "HALTPOOL_POLL_ALLOW_SHRINK", "idle.haltpoll.allow_shrink",
       "haltpoll: whether blocks longer than the cap shrink the window, as "
       "guest_halt_poll_allow_shrink",
       BoolCodec{},
       [](const PoolOptions& o) { return o.idle.haltpoll.allow_shrink; },
-      [](Config& c) -> auto& { return c.pool.idle.haltpoll.allow_shrink; }));
+      [](auto& c) -> auto& { return c.pool.idle.haltpoll.allow_shrink; }));
   rows.push_back(Row(
       "HALTPOOL_FIXED_POLL_NS", "idle.fixed_poll_ns",
       "fixed: the constant poll window", kWindow,
       [](const PoolOptions& o) { return o.idle.fixed_poll_ns; },
-      [](Config& c) -> auto& { return c.pool.idle.fixed_poll_ns; }));
+      [](auto& c) -> auto& { return c.pool.idle.fixed_poll_ns; }));
   rows.push_back(Row(
       "HALTPOOL_BLOCK_EXIT_LATENCY_NS", "idle.block_exit_latency_ns",
       "the block state's exit latency in the state table: what a wake from "
       "FUTEX_WAIT costs",
-      kWindow, [](const PoolOptions& o) { return o.idle.block_exit_latency_ns; },
-      [](Config& c) -> auto& { return c.pool.idle.block_exit_latency_ns; },
+      kWindow,
+      [](const PoolOptions& o) { return o.idle.block_exit_latency_ns; },
+      [](auto& c) -> auto& { return c.pool.idle.block_exit_latency_ns; },
       [](const idle::Profile& p) { return p.block_exit_latency_ns; }));
   rows.push_back(Row(
       "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS", "idle.block_target_residency_ns",
@@ -254,9 +259,7 @@ std::vector<Tunable> MakeTunables() {
       "blocking for",
       kWindow,
       [](const PoolOptions& o) { return o.idle.block_target_residency_ns; },
-      [](Config& c) -> auto& {
-        return c.pool.idle.block_target_residency_ns;
-      },
+      [](auto& c) -> auto& { return c.pool.idle.block_target_residency_ns; },
       [](const idle::Profile& p) { return p.block_target_residency_ns; }));
   rows.push_back(Row(
       "HALTPOOL_WAIT", "idle.wait",
@@ -265,44 +268,44 @@ std::vector<Tunable> MakeTunables() {
       EnumCodec<decltype(arch::kWaitMechanisms), true>{&arch::kWaitMechanisms,
                                                        "wait mechanism"},
       [](const PoolOptions& o) { return o.idle.wait; },
-      [](Config& c) -> auto& { return c.pool.idle.wait; }));
+      [](auto& c) -> auto& { return c.pool.idle.wait; }));
   rows.push_back(Row(
       "HALTPOOL_WORKERS", "workers",
       "workers in a pool; 0: one per CPU the process may use (its affinity "
       "mask, capped by a cgroup cpu.max quota)",
       IntegerCodec{0, kMaxWorkers},
       [](const PoolOptions& o) { return o.workers; },
-      [](Config& c) -> auto& { return c.pool.workers; }));
+      [](auto& c) -> auto& { return c.pool.workers; }));
   rows.push_back(Row(
       "HALTPOOL_MAX_POLLERS", "max_pollers",
       "idle workers that may poll at once; 0: half the workers, at least one",
       IntegerCodec{0, kMaxWorkers},
       [](const PoolOptions& o) { return o.max_pollers; },
-      [](Config& c) -> auto& { return c.pool.max_pollers; }));
+      [](auto& c) -> auto& { return c.pool.max_pollers; }));
   rows.push_back(Row(
       "HALTPOOL_PIN", "pin",
       "worker pinning: none, core (a physical core each, every core before "
       "any SMT sibling), pu (a hardware thread each)",
       EnumCodec<decltype(kPinModes), false>{&kPinModes, "pin mode"},
       [](const PoolOptions& o) { return o.pin; },
-      [](Config& c) -> auto& { return c.pool.pin; }));
+      [](auto& c) -> auto& { return c.pool.pin; }));
   rows.push_back(Row(
       "HALTPOOL_IO", "io",
       "the I/O backend: auto (io_uring, else epoll where io_uring is missing "
       "or refused), uring, epoll",
       EnumCodec<decltype(kIoBackends), false>{&kIoBackends, "I/O backend"},
       [](const PoolOptions& o) { return o.io; },
-      [](Config& c) -> auto& { return c.pool.io; }));
+      [](auto& c) -> auto& { return c.pool.io; }));
   rows.push_back(Row(
       "HALTPOOL_STATS", "print_stats",
       "1 prints every worker's statistics to stderr when a pool shuts down",
       BoolCodec{}, [](const PoolOptions& o) { return o.print_stats; },
-      [](Config& c) -> auto& { return c.pool.print_stats; }));
+      [](auto& c) -> auto& { return c.pool.print_stats; }));
   rows.push_back(Row(
       "HALTPOOL_DISPLAY_ENV", "",
       "1 prints the resolved configuration and each value's source to "
       "stderr at start-up, as OMP_DISPLAY_ENV",
-      BoolCodec{}, nullptr, [](Config& c) -> auto& { return c.display_env; }));
+      BoolCodec{}, nullptr, [](auto& c) -> auto& { return c.display_env; }));
   return rows;
 }
 
@@ -332,8 +335,7 @@ std::string VariablesMarkdownTable() {
   for (const Tunable& t : Tunables()) {
     absl::StrAppend(
         &out, "| `", t.variable, "` | ",
-        t.field.empty() ? std::string("none")
-                        : absl::StrCat("`", t.field, "`"),
+        t.field.empty() ? std::string("none") : absl::StrCat("`", t.field, "`"),
         " | ",
         t.from_profile ? std::string("the profile's")
                        : absl::StrCat("`", Cell(t.default_value), "`"),

@@ -26,9 +26,8 @@ struct Tunable {
   // The PoolOptions field ("idle.haltpoll.poll_ns"); empty for a tunable
   // only the environment sets.
   absl::string_view field;
-  absl::string_view type;  // "duration", "integer", "boolean" or "name".
-  absl::string_view help;  // What it does, one sentence.
-  std::string accepted;    // "0 to 1s", "pause|umwait|...".
+  absl::string_view help;     // What it does, one sentence.
+  std::string accepted;       // "0 to 1s", "pause|umwait|...".
   std::string default_value;  // Spelled as in the environment.
   bool from_profile = false;  // The environment's profile gives the default.
 
@@ -39,6 +38,10 @@ struct Tunable {
   // set, InvalidArgument (without the field's name) if out of range.
   std::function<absl::StatusOr<bool>(const PoolOptions& code, Config& config)>
       from_code;
+  // OK if the resolved value is one the tunable accepts; InvalidArgument
+  // (without the variable's name) otherwise, for a configuration changed
+  // after it was resolved.
+  std::function<absl::Status(const Config& config)> check;
   // Puts the profile's value into `config`; null unless from_profile.
   std::function<void(const idle::Profile& profile, Config& config)>
       from_profile_value;

@@ -33,8 +33,17 @@ absl::StatusOr<int64_t> ParseDigits(absl::string_view digits) {
   return v;
 }
 
-// What is wrong with `text`, a number and one unit ns, us, ms or s for
-// absl::ParseDuration, before it is parsed; empty if nothing.
+// Digits of a unit's nanoseconds below one unit: ns 0, us 3, ms 6, s 9.
+int FractionDigitsOf(int64_t unit_ns) {
+  int digits = 0;
+  for (; unit_ns > 1; unit_ns /= 10) ++digits;
+  return digits;
+}
+
+// What is wrong with `text`, meant as a number and one unit ns, us, ms or s
+// for absl::ParseDuration, before it is parsed; empty if nothing. A
+// fraction must come to whole nanoseconds ("1.5us", not "1.5ns": absl
+// would round that to its quarter nanoseconds silently).
 std::string DurationSyntaxProblem(absl::string_view text) {
   size_t number_end = 0;
   while (number_end < text.size() &&
@@ -42,12 +51,28 @@ std::string DurationSyntaxProblem(absl::string_view text) {
           text[number_end] == '.')) {
     ++number_end;
   }
+  const absl::string_view number = text.substr(0, number_end);
   const absl::string_view unit = text.substr(number_end);
-  if (number_end == 0 || unit.empty()) return "not a duration";
+  if (number.empty() || unit.empty()) return "not a duration";
+  int64_t unit_ns = 0;
   for (const auto& [name, ns] : kUnits) {
-    if (unit == name) return number_end > 18 ? "too large" : "";
+    if (unit == name) unit_ns = ns;
   }
-  return absl::StrCat("unknown unit '", unit, "'");
+  if (unit_ns == 0) {
+    return absl::StrCat("unknown unit '", unit, "'");
+  }
+  const size_t dot = number.find('.');
+  absl::string_view whole = number.substr(0, dot);
+  absl::string_view fraction =
+      dot == absl::string_view::npos ? "" : number.substr(dot + 1);
+  if (fraction.find('.') != absl::string_view::npos) return "not a duration";
+  while (!whole.empty() && whole.front() == '0') whole.remove_prefix(1);
+  while (!fraction.empty() && fraction.back() == '0') fraction.remove_suffix(1);
+  if (whole.size() > 18) return "too large";
+  if (fraction.size() > static_cast<size_t>(FractionDigitsOf(unit_ns))) {
+    return "not a whole number of nanoseconds";
+  }
+  return "";
 }
 
 absl::Status Wrap(absl::string_view problem, absl::string_view accepted) {
@@ -68,7 +93,7 @@ std::string FormatDurationNs(int64_t ns) {
 absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text, int64_t min_ns,
                                         int64_t max_ns) {
   const std::string accepted = absl::StrCat(
-      "nanoseconds, or a number with a unit ns, us, ms or s (200us, 1.5ms), "
+      "nanoseconds, or a number with one unit ns, us, ms or s (200us, 1.5ms), "
       "from ",
       FormatDurationNs(min_ns), " to ", FormatDurationNs(max_ns));
   if (text.empty()) return Wrap("empty", accepted);
@@ -84,7 +109,7 @@ absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text, int64_t min_ns,
     }
     absl::Duration d;
     if (!absl::ParseDuration(text, &d)) return Wrap("not a duration", accepted);
-    if (d >= absl::Nanoseconds(INT64_MAX)) return Wrap("too large", accepted);
+    if (d > absl::Nanoseconds(INT64_MAX)) return Wrap("too large", accepted);
     ns = absl::ToInt64Nanoseconds(d);
     if (absl::Nanoseconds(ns) != d) {
       return Wrap("not a whole number of nanoseconds", accepted);

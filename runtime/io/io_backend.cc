@@ -65,7 +65,8 @@ absl::StatusOr<std::unique_ptr<IoReactor>> MakeIoReactor(
   return absl::Status(
       uring.status().code(),
       absl::StrCat("I/O backend '", IoBackendName(requested),
-                   "': io_uring unavailable: ", uring.status().message()));
+                   "' (HALTPOOL_IO or PoolOptions::io): io_uring unavailable: ",
+                   uring.status().message()));
 }
 
 }  // namespace haltpool

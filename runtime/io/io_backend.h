@@ -1,5 +1,5 @@
-// Choosing the I/O backend: the names operators type (HALTPOOL_IO_BACKEND
-// and the like), and the factory that builds a reactor, falling back from
+// Choosing the I/O backend: the names operators type (HALTPOOL_IO, or
+// PoolOptions::io), and the factory that builds a reactor, falling back from
 // io_uring to epoll where io_uring is missing or forbidden.
 
 #ifndef HALTPOOL_RUNTIME_IO_IO_BACKEND_H_

@@ -20,9 +20,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "arch/system_files.h"
-#include "tests/arch/allocation_counter.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/arch/allocation_counter.h"
 
 namespace haltpool::arch {
 namespace {

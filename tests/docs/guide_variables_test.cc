@@ -42,8 +42,9 @@ TEST(GuideVariables, GuideNamesNoUnknownVariable) {
     // -DHALTPOOL_BUILD_TESTS=OFF and the like are CMake options.
     if (it->position() >= 2 && guide.compare(it->position() - 2, 2, "-D") == 0)
       continue;
-    EXPECT_NE(FindTunable(it->str()), nullptr) << "docs/USING.md names " << it->str()
-                                        << ", which the runtime does not read";
+    EXPECT_NE(FindTunable(it->str()), nullptr)
+        << "docs/USING.md names " << it->str()
+        << ", which the runtime does not read";
   }
 }
 

@@ -22,11 +22,12 @@
 namespace haltpool {
 namespace {
 
+// A pool of `workers` under `governor`, or under the profile's if null.
 std::unique_ptr<ThreadPool> MakePool(int workers,
-                                     const char* governor = "haltpool") {
+                                     const char* governor = nullptr) {
   PoolOptions o;
   o.workers = workers;
-  if (std::string(governor) != "haltpool") o.idle.governor = governor;
+  if (governor != nullptr) o.idle.governor = governor;
   absl::StatusOr<std::unique_ptr<ThreadPool>> p = ThreadPool::Create(o);
   EXPECT_TRUE(p.ok()) << p.status();
   return *std::move(p);
@@ -244,6 +245,9 @@ TEST(ThreadPool, StatsCountElidedWakes) {
     TaskGroup g;
     ASSERT_TRUE(pool->Submit(g, [] {}).ok());
     pool->Wait(g);
+    // Time for the worker to go idle and poll: a submit that comes while it
+    // still runs or retires finds it busy, which is no wake at all.
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   const WorkerStats w = pool->Stats().workers[0];
   EXPECT_EQ(w.tasks_run, 100u);
@@ -332,6 +336,19 @@ TEST(PoolOptionsFromCode, APoolFromAResolvedConfigRunsItAsItIs) {
   EXPECT_EQ(stats.workers[0].idle.states[idle::kBlockState].exit_latency_ns,
             25000)
       << "Xen's profile, not resolved again";
+}
+
+TEST(PoolOptionsFromCode, AResolvedConfigIsCheckedAgain) {
+  absl::StatusOr<Config> config = ResolveConfig({}, MapEnvironment());
+  ASSERT_TRUE(config.ok()) << config.status();
+  Config bad = *config;
+  bad.pool.workers = -1;
+  absl::StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(bad);
+  ASSERT_FALSE(pool.ok());
+  EXPECT_NE(pool.status().message().find("HALTPOOL_WORKERS=-1"),
+            absl::string_view::npos)
+      << pool.status();
+  EXPECT_FALSE(ThreadPool::Create(Config{}).ok()) << "never resolved";
 }
 
 TEST(PoolCalibration, CostsSetInCodeAreNotCalibratedAway) {

@@ -24,8 +24,8 @@ namespace haltpool {
 namespace {
 
 using ::testing::AllOf;
-using ::testing::HasSubstr;
 using ::testing::EndsWith;
+using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 std::string g_probe;  // Set by main().

@@ -93,7 +93,28 @@ TEST(ParseDuration, TakesFractionsThatAreWholeNanoseconds) {
   EXPECT_EQ(*ParseDurationNs("1.5ms", 0, kMax), 1500000);
   EXPECT_EQ(*ParseDurationNs("0.5us", 0, kMax), 500);
   EXPECT_EQ(*ParseDurationNs(".25s", 0, kMax), 250000000);
+  EXPECT_EQ(*ParseDurationNs("0.500000000s", 0, kMax), 500000000);
+  EXPECT_EQ(*ParseDurationNs("0000000000000000001ns", 0, kMax), 1);
   EXPECT_FALSE(ParseDurationNs("1.2.3ms", 0, kMax).ok());
+}
+
+TEST(ParseDuration, RefusesWhatIsNotWholeNanoseconds) {
+  for (const char* text :
+       {"1.1ns", "0.2ns", "0.0001us", "1.25ns", "0.0000000001s"}) {
+    const absl::StatusOr<int64_t> v = ParseDurationNs(text, 0, kMax);
+    ASSERT_FALSE(v.ok()) << text << " gave " << *v;
+    EXPECT_THAT(Error(v.status()),
+                HasSubstr("not a whole number of nanoseconds"))
+        << text;
+  }
+}
+
+TEST(ParseDuration, TakesOneUnitOnly) {
+  for (const char* text : {"1s500ms", "1e3ns", "5m", "1h"}) {
+    const absl::StatusOr<int64_t> v = ParseDurationNs(text, 0, kMax);
+    ASSERT_FALSE(v.ok()) << text;
+    EXPECT_THAT(Error(v.status()), HasSubstr("unknown unit")) << text;
+  }
 }
 
 TEST(ParseDuration, RangeIsSpelledInTheMessage) {
