@@ -80,8 +80,8 @@ TEST_P(PoolPerGovernor, SparseSubmissionsAreNeverLost) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Governors, PoolPerGovernor,
-                         testing::Values("haltpoll", "predictive", "poll", "block",
-                                         "fixed"),
+                         testing::Values("haltpoll", "predictive", "poll",
+                                         "block", "fixed"),
                          [](const auto& info) {
                            return std::string(info.param);
                          });
@@ -189,6 +189,28 @@ TEST(ThreadPool, TimersNeverFireEarlyAndFireInDeadlineOrder) {
   for (int i = 0; i < 8; ++i)
     EXPECT_GE(late_by[i], 0) << "timer " << i << " fired early";
   EXPECT_EQ(pool->Stats().timers_cancelled, 0u);
+}
+
+TEST(ThreadPool, ATimerFallsDueWhileAnotherTimersTaskRuns) {
+  // The first timer's task runs until the second timer's task has run: the
+  // worker running it must not keep the second timer from the idle one.
+  auto pool = MakePool(2);
+  absl::Notification second_ran, first_done;
+  bool first_saw_second = false;
+  ASSERT_TRUE(pool->SubmitAfter(absl::Milliseconds(5),
+                                [&] {
+                                  first_saw_second =
+                                      second_ran.WaitForNotificationWithTimeout(
+                                          absl::Seconds(10));
+                                  first_done.Notify();
+                                })
+                  .ok());
+  ASSERT_TRUE(
+      pool->SubmitAfter(absl::Milliseconds(20), [&] { second_ran.Notify(); })
+          .ok());
+  ASSERT_TRUE(first_done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_TRUE(first_saw_second)
+      << "the second timer waited for the first timer's task";
 }
 
 TEST(ThreadPool, TimersNotDueAtShutdownAreCancelledAndCounted) {
@@ -369,9 +391,9 @@ TEST(PoolCalibration, CostsSetInCodeAreNotCalibratedAway) {
 TEST(PoolCalibration, OffKeepsTheProfilesCosts) {
   PoolOptions o;
   o.workers = 1;
-  auto pool = *ThreadPool::Create(
-      o, MapEnvironment({{"HALTPOOL_CALIBRATE", "0"},
-                         {"HALTPOOL_HYPERVISOR", "xen"}}));
+  auto pool =
+      *ThreadPool::Create(o, MapEnvironment({{"HALTPOOL_CALIBRATE", "0"},
+                                             {"HALTPOOL_HYPERVISOR", "xen"}}));
   const PoolStats stats = pool->Stats();
   EXPECT_FALSE(stats.calibration.measured);
   const idle::IdleState& block =
@@ -419,9 +441,9 @@ TEST(PoolBackoff, ReactsToInjectedContentionAndRecovers) {
   BackoffStats b = pool->Stats().backoff;
   EXPECT_EQ(b.level, idle::PollBackoff::kMaxLevel);
   EXPECT_GE(b.backed_off, static_cast<uint64_t>(idle::PollBackoff::kMaxLevel));
-  EXPECT_NE(FormatPoolStatsText(pool->Stats())
-                .find("(poll cap now 0, no polling)"),
-            std::string::npos);
+  EXPECT_NE(
+      FormatPoolStatsText(pool->Stats()).find("(poll cap now 0, no polling)"),
+      std::string::npos);
   EXPECT_EQ(b.last.runnable, 9);
   // No polling now: a wake must be a FUTEX_WAKE or find the worker running.
   const uint64_t polled_before = pool->Stats().workers[0].idle.wakes.polling +
@@ -433,9 +455,9 @@ TEST(PoolBackoff, ReactsToInjectedContentionAndRecovers) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   const PoolStats after = pool->Stats();
-  EXPECT_EQ(after.workers[0].idle.wakes.polling +
-                after.workers[1].idle.wakes.polling,
-            polled_before);
+  EXPECT_EQ(
+      after.workers[0].idle.wakes.polling + after.workers[1].idle.wakes.polling,
+      polled_before);
   contended = false;
   drive_until([](const BackoffStats& b) { return b.level == 0; });
   b = pool->Stats().backoff;
@@ -449,8 +471,8 @@ TEST(PoolBackoff, OffNeverSamples) {
   PoolOptions o;
   o.workers = 1;
   auto pool = *ThreadPool::Create(
-      o, MapEnvironment(std::map<std::string, std::string>{
-             {"HALTPOOL_BACKOFF", "0"}}));
+      o, MapEnvironment(
+             std::map<std::string, std::string>{{"HALTPOOL_BACKOFF", "0"}}));
   for (int i = 0; i < 20; ++i) {
     TaskGroup g;
     ASSERT_TRUE(pool->Submit(g, [] {}).ok());
