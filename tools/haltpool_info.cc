@@ -86,8 +86,6 @@ std::vector<Mechanism> Mechanisms() {
   return out;
 }
 
-std::string Yes(bool b) { return b ? "yes" : "no"; }
-
 void PrintText(const Config& c, const Steal& steal,
                const arch::KernelCpuidle& kernel,
                const idle::Calibration& cal) {
