@@ -49,8 +49,8 @@ std::vector<Row> BadInputRows() {
     absl::ConsumePrefix(&input, "| `");
     absl::ConsumeSuffix(&message, "` |");
     // A "|" inside a Markdown table cell is written "\\|".
-    rows.push_back({std::string(input),
-                    absl::StrReplaceAll(message, {{"\\|", "|"}})});
+    rows.push_back(
+        {std::string(input), absl::StrReplaceAll(message, {{"\\|", "|"}})});
   }
   return rows;
 }
@@ -65,38 +65,41 @@ bool SetNumber(absl::string_view v, std::optional<T>& field) {
 }
 
 // Code options a row may set, by the name it uses.
-const std::map<std::string, std::function<bool(absl::string_view, PoolOptions&)>>&
+const std::map<std::string,
+               std::function<bool(absl::string_view, PoolOptions&)>>&
 OptionSetters() {
-  static const auto* setters = new std::map<
-      std::string, std::function<bool(absl::string_view, PoolOptions&)>>{
-      {"options.workers",
-       [](absl::string_view v, PoolOptions& o) {
-         return SetNumber(v, o.workers);
-       }},
-      {"options.max_pollers",
-       [](absl::string_view v, PoolOptions& o) {
-         return SetNumber(v, o.max_pollers);
-       }},
-      {"options.idle.governor",
-       [](absl::string_view v, PoolOptions& o) {
-         if (!absl::ConsumePrefix(&v, "\"") || !absl::ConsumeSuffix(&v, "\""))
-           return false;
-         o.idle.governor = std::string(v);
-         return true;
-       }},
-      {"options.idle.fixed_poll_ns",
-       [](absl::string_view v, PoolOptions& o) {
-         return SetNumber(v, o.idle.fixed_poll_ns);
-       }},
-      {"options.idle.haltpoll.poll_ns",
-       [](absl::string_view v, PoolOptions& o) {
-         return SetNumber(v, o.idle.haltpoll.poll_ns);
-       }},
-      {"options.idle.haltpoll.grow",
-       [](absl::string_view v, PoolOptions& o) {
-         return SetNumber(v, o.idle.haltpoll.grow);
-       }},
-  };
+  static const auto* setters =
+      new std::map<std::string,
+                   std::function<bool(absl::string_view, PoolOptions&)>>{
+          {"options.workers",
+           [](absl::string_view v, PoolOptions& o) {
+             return SetNumber(v, o.workers);
+           }},
+          {"options.max_pollers",
+           [](absl::string_view v, PoolOptions& o) {
+             return SetNumber(v, o.max_pollers);
+           }},
+          {"options.idle.governor",
+           [](absl::string_view v, PoolOptions& o) {
+             if (!absl::ConsumePrefix(&v, "\"") ||
+                 !absl::ConsumeSuffix(&v, "\""))
+               return false;
+             o.idle.governor = std::string(v);
+             return true;
+           }},
+          {"options.idle.fixed_poll_ns",
+           [](absl::string_view v, PoolOptions& o) {
+             return SetNumber(v, o.idle.fixed_poll_ns);
+           }},
+          {"options.idle.haltpoll.poll_ns",
+           [](absl::string_view v, PoolOptions& o) {
+             return SetNumber(v, o.idle.haltpoll.poll_ns);
+           }},
+          {"options.idle.haltpoll.grow",
+           [](absl::string_view v, PoolOptions& o) {
+             return SetNumber(v, o.idle.haltpoll.grow);
+           }},
+      };
   return *setters;
 }
 
@@ -109,8 +112,10 @@ std::string MessageFor(const std::string& input) {
     std::vector<std::string> parts = absl::StrSplit(input, " = ");
     if (parts.size() != 2) return "<option row not of the form NAME = VALUE>";
     auto setter = OptionSetters().find(parts[0]);
-    if (setter == OptionSetters().end()) return "<unknown option " + parts[0] + ">";
-    if (!setter->second(parts[1], code)) return "<bad option value " + parts[1] + ">";
+    if (setter == OptionSetters().end())
+      return "<unknown option " + parts[0] + ">";
+    if (!setter->second(parts[1], code))
+      return "<bad option value " + parts[1] + ">";
   } else {
     for (absl::string_view assignment : absl::StrSplit(input, ' ')) {
       std::pair<std::string, std::string> kv =

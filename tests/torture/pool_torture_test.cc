@@ -76,14 +76,19 @@ TEST_P(PoolTorture, EveryTaskTimerAndCompletionExactlyOnce) {
         const int id = s * kTasksPerSubmitter + i;
         const bool child = (rng() & 3) == 0;
         if (!child) runs[n + id].store(1);  // No child: counts as run once.
-        ASSERT_TRUE(pool.Submit(group, [&, id, child] {
-                          runs[id].fetch_add(1);
-                          if (child) {
-                            ASSERT_TRUE(pool.Submit(group, [&runs, n, id] {
-                                              runs[n + id].fetch_add(1);
-                                            }).ok());
-                          }
-                        }).ok());
+        ASSERT_TRUE(pool.Submit(group,
+                                [&, id, child] {
+                                  runs[id].fetch_add(1);
+                                  if (child) {
+                                    ASSERT_TRUE(
+                                        pool.Submit(group,
+                                                    [&runs, n, id] {
+                                                      runs[n + id].fetch_add(1);
+                                                    })
+                                            .ok());
+                                  }
+                                })
+                        .ok());
         if ((rng() & 63) == 0) std::this_thread::yield();
       }
     });
@@ -152,14 +157,15 @@ TEST_P(PoolTorture, EveryTaskTimerAndCompletionExactlyOnce) {
                                  kIoRoundTrips / kPairs, 'x', 0, &io_done,
                                  &io_errors})
                           ->Next();
-                    }).ok());
+                    })
+                    .ok());
   }
 
   for (std::thread& t : submitters) t.join();
   const bool tasks_done = WaitFor([&] { return group.pending() == 0; });
   const bool timers_done = WaitFor([&] { return timers_fired == kTimers; });
-  const bool io_finished = WaitFor(
-      [&] { return io_done == kIoRoundTrips / kPairs * kPairs; });
+  const bool io_finished =
+      WaitFor([&] { return io_done == kIoRoundTrips / kPairs * kPairs; });
   const std::string where = absl::StrCat(
       "governor ", GetParam(), ": tasks pending ", group.pending(),
       ", timers fired ", timers_fired.load(), "/", kTimers, ", I/O done ",
