@@ -15,9 +15,10 @@ class ExternalWait {
  public:
   virtual ~ExternalWait() = default;
 
-  // True if an event is ready for the waiter. Called in the poll loop: must
-  // cost a few loads, no system call. Only the waiter's thread.
-  virtual bool Ready() const noexcept = 0;
+  // True if an event is ready for the waiter. Called over and over in the
+  // poll loop, so it should cost a few loads, or at most one cheap system
+  // call; it may count what it finds. Only the waiter's thread.
+  virtual bool Ready() noexcept = 0;
 
   // Blocks until an event is ready, Kick() is called (before or during the
   // call), or CLOCK_MONOTONIC reaches `until_ns`. Returns false only at the

@@ -61,6 +61,8 @@ struct PoolConfig {
   int max_pollers = 0;  // 0: half the workers, at least one.
   PinMode pin = PinMode::kNone;
   IoBackend io = IoBackend::kAuto;
+  unsigned io_entries = IoReactorOptions().entries;
+  IoTaskRun io_task_run = IoReactorOptions().task_run;
   idle::IdleOptions idle;
   bool calibrate = true;
   bool backoff = true;

@@ -58,6 +58,13 @@ struct PoolOptions {
   // The I/O backend of ThreadPool::Io(): auto (io_uring, else epoll when
   // io_uring is missing or refused), uring, epoll. HALTPOOL_IO.
   std::optional<IoBackend> io;
+  // Submission queue entries of each worker's io_uring ring; its completion
+  // queue gets twice as many (runtime/io/io_reactor.h). HALTPOOL_IO_ENTRIES.
+  std::optional<unsigned> io_entries;
+  // How the kernel hands io_uring completions to a worker: interrupt, coop
+  // (it leaves a flag a polling worker sees, no IPI), defer (coop, and the
+  // completions wait until the worker asks). HALTPOOL_IO_TASKRUN.
+  std::optional<IoTaskRun> io_task_run;
   // How each worker idles. HALTPOOL_GOVERNOR and the other idle variables.
   IdleChoices idle;
   // Measure the block state's wake cost once per process when the first

@@ -13,6 +13,7 @@
 #include "idle/governor.h"
 #include "idle/idle_stats.h"
 #include "runtime/contention_monitor.h"
+#include "runtime/worker_io.h"
 
 namespace haltpool {
 
@@ -24,9 +25,10 @@ struct WorkerStats {
   uint64_t tasks_run = 0;
   uint64_t tasks_stolen = 0;  // Of tasks_run, taken from another worker.
   uint64_t exceptions = 0;    // Tasks (and I/O callbacks) that threw.
-  uint64_t io_callbacks = 0;  // I/O completions run.
+  WorkerIoCounts io;          // How its I/O completions reached it.
   std::string io_backend;     // "io_uring", "epoll", "" if never used.
   std::string io_note;        // Why that backend ("epoll: io_uring_setup ...").
+  std::string io_setup;       // How it was set up ("coop (COOP_TASKRUN|...)").
 };
 
 struct PoolStats {

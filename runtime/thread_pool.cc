@@ -254,7 +254,12 @@ absl::StatusOr<PoolIo> ThreadPool::Io() {
     return absl::FailedPreconditionError(
         "ThreadPool::Io() is for tasks running on the pool's workers");
   }
-  if (absl::Status s = w->io.MakeOnce(options_.io); !s.ok()) return s;
+  if (absl::Status s = w->io.MakeOnce(
+          options_.io, IoReactorOptions{.entries = options_.io_entries,
+                                        .task_run = options_.io_task_run});
+      !s.ok()) {
+    return s;
+  }
   return PoolIo(w->io.reactor(), &options_.on_exception, &w->exceptions);
 }
 
@@ -308,17 +313,13 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
                            w.nivcsw_mark, w.polled_since_sample);
   const int64_t poll_cap = contention_->PollCapNs();
   const bool poll = poll_cap != 0 && idle_workers_->TryStartPolling();
+  // With I/O in flight the poll state also watches the reactor (its
+  // completion ring, or epoll_wait with timeout 0) and the block state
+  // waits in it.
   idle::ExternalWait* external = w.io.WaitWhileInFlight();
-  // epoll's readiness cannot be polled without a system call: a worker
-  // waiting on it blocks in epoll_wait at once instead of polling blind.
-  const bool may_poll =
-      poll && (external == nullptr || w.io.completions_pollable());
-  // A worker that will not poll gives its polling slot back before it
-  // blocks, so another idle worker may poll meanwhile.
-  if (poll && !may_poll) idle_workers_->StopPolling();
   HALTPOOL_PROTOCOL_STEP();  // A wake may come before the park begins.
-  w.parker->Park(deadline, may_poll, external, poll_cap);
-  if (may_poll) {
+  w.parker->Park(deadline, poll, external, poll_cap);
+  if (poll) {
     w.polled_since_sample = true;
     idle_workers_->StopPolling();
   }
@@ -352,6 +353,7 @@ void ThreadPool::WorkerMain(Worker& w) {
     if (stopping_.load(std::memory_order_seq_cst) && !HasWork()) break;
     IdleOnce(w, /*stop_ends_idle=*/true);
   }
+  w.io.Close();  // On this thread: a single-issuer ring requires it.
   tls_pool = nullptr;
   tls_worker = -1;
 }
@@ -405,10 +407,11 @@ PoolStats ThreadPool::Stats() const {
     ws.tasks_run = w->tasks_run.load(std::memory_order_relaxed);
     ws.tasks_stolen = w->tasks_stolen.load(std::memory_order_relaxed);
     ws.exceptions = w->exceptions.load(std::memory_order_relaxed);
-    ws.io_callbacks = w->io.callbacks();
+    ws.io = w->io.counts();
     if (w->io.made()) {
       ws.io_backend = w->io.backend();
       ws.io_note = w->io.note();
+      ws.io_setup = w->io.setup();
     }
     stats.workers.push_back(std::move(ws));
   }

@@ -15,6 +15,9 @@ namespace {
 // More workers or pollers than this is a typo, not a machine.
 constexpr int64_t kMaxWorkers = 4096;
 
+// The kernel's IORING_MAX_ENTRIES.
+constexpr int64_t kMaxRingEntries = 32768;
+
 absl::Status Reject(absl::string_view problem, absl::string_view accepted) {
   return absl::InvalidArgumentError(
       absl::StrCat(problem, "; accepted: ", accepted));
@@ -296,6 +299,25 @@ std::vector<Tunable> MakeTunables() {
       EnumCodec<decltype(kIoBackends), false>{&kIoBackends, "I/O backend"},
       [](const PoolOptions& o) { return o.io; },
       [](auto& c) -> auto& { return c.pool.io; }));
+  rows.push_back(Row(
+      "HALTPOOL_IO_ENTRIES", "io_entries",
+      "submission queue entries of each worker's io_uring ring, rounded up "
+      "to a power of two; the completion queue gets twice as many, and one "
+      "that overflows costs a system call, never a completion",
+      IntegerCodec{1, kMaxRingEntries},
+      [](const PoolOptions& o) { return o.io_entries; },
+      [](auto& c) -> auto& { return c.pool.io_entries; }));
+  rows.push_back(Row(
+      "HALTPOOL_IO_TASKRUN", "io_task_run",
+      "how the kernel hands io_uring completions to a worker: interrupt (at "
+      "once, an IPI even while it polls), coop (a flag in the ring that a "
+      "polling worker sees; COOP_TASKRUN), defer (coop, and completions wait "
+      "until the worker asks; DEFER_TASKRUN); a kernel that refuses one "
+      "gets the next milder, and the statistics say so",
+      EnumCodec<decltype(kIoTaskRuns), false>{&kIoTaskRuns,
+                                              "task-run mode"},
+      [](const PoolOptions& o) { return o.io_task_run; },
+      [](auto& c) -> auto& { return c.pool.io_task_run; }));
   rows.push_back(Row(
       "HALTPOOL_STATS", "print_stats",
       "1 prints every worker's statistics to stderr when a pool shuts down",

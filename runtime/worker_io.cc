@@ -11,38 +11,71 @@ namespace {
 // Tokio's event_interval (61) in spirit; a power of two near it.
 constexpr uint32_t kTasksPerIoCheck = 64;
 
+}  // namespace
+
 // The parker's block state for a worker with I/O in flight: its reactor.
-class ReactorWait final : public idle::ExternalWait {
+// Counts how each completion reached the worker.
+class WorkerIo::ReactorWait final : public idle::ExternalWait {
  public:
-  explicit ReactorWait(IoReactor* io) : io_(io) {}
-  bool Ready() const noexcept override { return io_->CompletionReady(); }
-  bool Block(int64_t until_ns) noexcept override {
-    return io_->WaitUntil(until_ns);
+  ReactorWait(IoReactor* io, WorkerIo* counts) : io_(io), counts_(counts) {}
+
+  bool Ready() noexcept override {
+    switch (io_->Poll()) {
+      case IoFound::kNothing:
+        return false;
+      case IoFound::kByPoll:
+        Add(counts_->polled_, 1);
+        return true;
+      case IoFound::kByInterrupt:
+        Add(counts_->interrupted_, 1);
+        return true;
+    }
+    return true;
   }
+
+  bool Block(int64_t until_ns) noexcept override {
+    const bool ended = io_->WaitUntil(until_ns);
+    if (ended && io_->CompletionReady()) Add(counts_->woke_, 1);
+    return ended;
+  }
+
   void Kick() noexcept override { io_->Wake(); }
 
  private:
   IoReactor* io_;
+  WorkerIo* counts_;
 };
 
-}  // namespace
+WorkerIo::WorkerIo() = default;
+WorkerIo::~WorkerIo() = default;
 
-absl::Status WorkerIo::MakeOnce(IoBackend backend) {
+absl::Status WorkerIo::MakeOnce(IoBackend backend,
+                                const IoReactorOptions& options) {
+  if (closed_) {
+    return absl::FailedPreconditionError(
+        "the worker's I/O is closed: the pool is shutting down");
+  }
   if (!made_.load(std::memory_order_relaxed) && error_.ok()) {
     absl::StatusOr<std::unique_ptr<IoReactor>> io =
-        MakeIoReactor(backend, &note_);
+        MakeIoReactor(backend, &note_, options);
     if (!io.ok()) {
       error_ = io.status();
     } else {
       reactor_ = *std::move(io);
       backend_ = std::string(reactor_->name());
-      wait_ = std::make_unique<ReactorWait>(reactor_.get());
+      setup_ = std::string(reactor_->setup());
+      wait_ = std::make_unique<ReactorWait>(reactor_.get(), this);
       made_.store(true, std::memory_order_release);
     }
   }
   return error_;
 }
 
+void WorkerIo::Close() {
+  closed_ = true;
+  wait_.reset();
+  reactor_.reset();
+}
 bool WorkerIo::CheckDue() noexcept {
   if (++tasks_since_check_ < kTasksPerIoCheck) return false;
   tasks_since_check_ = 0;
@@ -57,10 +90,29 @@ bool WorkerIo::Run(bool reap_idle) {
   in_callbacks_ = true;
   const int ran = reactor_->ReapCompletions();
   in_callbacks_ = false;
+  PublishReactorStats();
   if (ran <= 0) return false;
-  callbacks_.store(callbacks_.load(std::memory_order_relaxed) + ran,
-                   std::memory_order_relaxed);
+  Add(callbacks_, static_cast<uint64_t>(ran));
   return true;
+}
+
+void WorkerIo::PublishReactorStats() noexcept {
+  const IoReactorStats s = reactor_->stats();
+  cq_overflows_.store(s.cq_overflows, std::memory_order_relaxed);
+  cqes_dropped_.store(s.cqes_dropped, std::memory_order_relaxed);
+  retries_.store(s.retries, std::memory_order_relaxed);
+}
+
+WorkerIoCounts WorkerIo::counts() const noexcept {
+  WorkerIoCounts c;
+  c.callbacks = callbacks_.load(std::memory_order_relaxed);
+  c.polled = polled_.load(std::memory_order_relaxed);
+  c.interrupted = interrupted_.load(std::memory_order_relaxed);
+  c.woke = woke_.load(std::memory_order_relaxed);
+  c.reactor.cq_overflows = cq_overflows_.load(std::memory_order_relaxed);
+  c.reactor.cqes_dropped = cqes_dropped_.load(std::memory_order_relaxed);
+  c.reactor.retries = retries_.load(std::memory_order_relaxed);
+  return c;
 }
 
 idle::ExternalWait* WorkerIo::WaitWhileInFlight() const noexcept {

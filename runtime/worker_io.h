@@ -3,6 +3,8 @@
 // it lends the worker's parker while I/O is in flight (a block in the
 // reactor, ended by the reactor's eventfd kick). The pool's wake protocol
 // does not change: the parker still owns the handshake on the wake word.
+// It counts how completions reached the worker: found by its poll, posted by
+// an interrupt while it polled, or by ending a block.
 
 #ifndef HALTPOOL_RUNTIME_WORKER_IO_H_
 #define HALTPOOL_RUNTIME_WORKER_IO_H_
@@ -19,16 +21,34 @@
 
 namespace haltpool {
 
+// How completions reached one worker, and what its reactor had to do to
+// lose none. A snapshot; see WorkerIo::counts().
+struct WorkerIoCounts {
+  uint64_t callbacks = 0;    // I/O callbacks run.
+  uint64_t polled = 0;       // Polls that a completion ended, no interrupt.
+  uint64_t interrupted = 0;  // Polls ended by a completion posted by an
+                             // interrupt (IoFound::kByInterrupt).
+  uint64_t woke = 0;         // Blocks in the reactor a completion ended.
+  IoReactorStats reactor;    // As of the last ReapCompletions.
+};
+
 class WorkerIo {
  public:
-  WorkerIo() = default;
+  WorkerIo();
+  ~WorkerIo();
   WorkerIo(const WorkerIo&) = delete;
   WorkerIo& operator=(const WorkerIo&) = delete;
 
-  // Makes the reactor with `backend` the first time it is called; later
-  // calls return the first call's result. Setup: a few system calls the
-  // first time. Only the owning worker's thread.
-  absl::Status MakeOnce(IoBackend backend);
+  // Makes the reactor with `backend` and `options` the first time it is
+  // called; later calls return the first call's result, and calls after
+  // Close() FailedPrecondition. Setup: a few system calls the first time.
+  // Only the owning worker's thread.
+  absl::Status MakeOnce(IoBackend backend, const IoReactorOptions& options);
+
+  // Destroys the reactor, cancelling what is in flight (see io_reactor.h),
+  // on the owning worker's thread, as an io_uring ring set up for a single
+  // issuer requires. counts(), backend() and note() stay readable.
+  void Close();
 
   // The reactor, or null until MakeOnce succeeded. Only the owning worker.
   IoReactor* reactor() const noexcept { return reactor_.get(); }
@@ -49,17 +69,9 @@ class WorkerIo {
   // null: then the parker blocks in FUTEX_WAIT. Only the owning worker.
   idle::ExternalWait* WaitWhileInFlight() const noexcept;
 
-  // True if a poll can watch the reactor's completions without a system
-  // call (io_uring's completion queue; not epoll's readiness). Only while
-  // WaitWhileInFlight() is not null.
-  bool completions_pollable() const noexcept {
-    return reactor_->completions_pollable();
-  }
-
-  // Callbacks run so far. Any thread, relaxed.
-  uint64_t callbacks() const noexcept {
-    return callbacks_.load(std::memory_order_relaxed);
-  }
+  // What was counted so far. Any thread; relaxed loads, so the fields may
+  // be a few events apart.
+  WorkerIoCounts counts() const noexcept;
 
   // True once the reactor exists; then backend() and note() are final.
   // Any thread (acquire, pairs with MakeOnce's release).
@@ -68,14 +80,34 @@ class WorkerIo {
   const std::string& backend() const noexcept { return backend_; }
   // Why that backend (MakeIoReactor's chosen_reason). Only after made().
   const std::string& note() const noexcept { return note_; }
+  // How it was set up (IoReactor::setup()). Only after made().
+  const std::string& setup() const noexcept { return setup_; }
 
  private:
+  class ReactorWait;
+
+  // Adds `n` to a counter only the owner writes.
+  static void Add(std::atomic<uint64_t>& counter, uint64_t n) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + n,
+                  std::memory_order_relaxed);
+  }
+  // Copies the reactor's counters where counts() reads them.
+  void PublishReactorStats() noexcept;
+
   std::unique_ptr<IoReactor> reactor_;
-  std::unique_ptr<idle::ExternalWait> wait_;  // Over reactor_.
+  std::unique_ptr<ReactorWait> wait_;  // Over reactor_.
   absl::Status error_;  // Why reactor_ could not be made, once tried.
+  bool closed_ = false;
   std::atomic<uint64_t> callbacks_{0};
+  std::atomic<uint64_t> polled_{0};
+  std::atomic<uint64_t> interrupted_{0};
+  std::atomic<uint64_t> woke_{0};
+  std::atomic<uint64_t> cq_overflows_{0};
+  std::atomic<uint64_t> cqes_dropped_{0};
+  std::atomic<uint64_t> retries_{0};
   std::string backend_;  // Written once by the worker; read after made_.
   std::string note_;
+  std::string setup_;
   std::atomic<bool> made_{false};
   uint32_t tasks_since_check_ = 0;  // Tasks run since I/O was last reaped.
   bool in_callbacks_ = false;       // Inside ReapCompletions (not reentrant).

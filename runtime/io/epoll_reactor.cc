@@ -196,6 +196,7 @@ void EpollReactor::FailAll(FdWaiters& w, int result) noexcept {
 
 void EpollReactor::Retry(OpList& list) noexcept {
   while (!list.empty()) {
+    ++stats_.retries;
     const int result = TryOp(*list.head);
     if (result == -EAGAIN) return;
     Op* op = list.PopFront();
@@ -214,7 +215,7 @@ void EpollReactor::OnReady(int fd, uint32_t events) noexcept {
   if (error < 0) FailAll(w, error);
 }
 
-bool EpollReactor::Poll(int64_t timeout_ns, bool take_wake) noexcept {
+bool EpollReactor::Epoll(int64_t timeout_ns, bool take_wake) noexcept {
   epoll_event events[kMaxEvents];
   int n = -1;
   bool done = false;
@@ -348,7 +349,7 @@ void EpollReactor::Timeout(int64_t duration_ns, IoCallback cb) {
 }
 
 int EpollReactor::ReapCompletions() noexcept {
-  if (parked_ > 0) Poll(0, /*take_wake=*/false);
+  if (parked_ > 0) Epoll(0, /*take_wake=*/false);
   if (!timers_.empty()) ExpireTimers(arch::MonotonicNowNs());
   // Only what completed so far: operations that callbacks start and that
   // finish at once run in the next call.
@@ -370,6 +371,14 @@ bool EpollReactor::CompletionReady() const noexcept {
          (!timers_.empty() && timers_.front().first <= arch::MonotonicNowNs());
 }
 
+IoFound EpollReactor::Poll() noexcept {
+  if (CompletionReady()) return IoFound::kByPoll;
+  if (parked_ == 0) return IoFound::kNothing;
+  // A wake found here stays in the eventfd for WaitUntil to take.
+  Epoll(0, /*take_wake=*/false);
+  return ready_.empty() ? IoFound::kNothing : IoFound::kByPoll;
+}
+
 bool EpollReactor::WaitUntil(int64_t deadline_ns) noexcept {
   for (;;) {
     if (!ready_.empty()) return true;
@@ -381,7 +390,7 @@ bool EpollReactor::WaitUntil(int64_t deadline_ns) noexcept {
     }
     if (deadline_ns != arch::kNoDeadline && now >= deadline_ns) return false;
     const int64_t timeout_ns = until == arch::kNoDeadline ? -1 : until - now;
-    if (Poll(timeout_ns, /*take_wake=*/true)) return true;
+    if (Epoll(timeout_ns, /*take_wake=*/true)) return true;
     // Else: fds became ready (the loop looks for completions), a timer or
     // the deadline came, a spurious readiness, or a signal.
   }

@@ -58,7 +58,9 @@ class EpollReactor final : public IoReactor {
   size_t in_flight() const override { return in_flight_; }
   int ReapCompletions() noexcept override;
   bool CompletionReady() const noexcept override;
-  bool completions_pollable() const noexcept override { return false; }
+  IoFound Poll() noexcept override;
+  IoReactorStats stats() const noexcept override { return stats_; }
+  absl::string_view setup() const override { return "readiness"; }
   bool WaitUntil(int64_t deadline_ns) noexcept override;
   void Wake() noexcept override;
 
@@ -103,7 +105,7 @@ class EpollReactor final : public IoReactor {
   void OnReady(int fd, uint32_t events) noexcept;
   // One epoll_wait of at most `timeout_ns` (< 0: none). Returns true if the
   // eventfd was ready, draining it only if `take_wake`.
-  bool Poll(int64_t timeout_ns, bool take_wake) noexcept;
+  bool Epoll(int64_t timeout_ns, bool take_wake) noexcept;
   // Moves due timeouts to the ready list.
   void ExpireTimers(int64_t now_ns) noexcept;
 
@@ -117,6 +119,7 @@ class EpollReactor final : public IoReactor {
   // Timeouts: (absolute CLOCK_MONOTONIC deadline, op), a min-heap.
   std::vector<std::pair<int64_t, Op*>> timers_;
   OpPool<Op> ops_;
+  IoReactorStats stats_;
 };
 
 }  // namespace haltpool

@@ -36,12 +36,41 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
+#include "arch/named_enum.h"
 
 namespace haltpool {
 
 // Runs once with the operation's result: bytes, a new fd, or 0 on success;
 // -errno on failure.
 using IoCallback = absl::AnyInvocable<void(int result)>;
+
+// How the kernel tells an io_uring reactor's owner that completions wait
+// (io_uring_setup's task-run flags). A completion is posted to the ring by
+// task work that runs in the owner's thread; this chooses how the kernel
+// gets the owner to run it.
+enum class IoTaskRun {
+  // No flags (TWA_SIGNAL): the kernel interrupts the owner at once, an IPI
+  // when the owner runs on another CPU, even while it polls the ring.
+  kInterrupt,
+  // IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG (Linux 5.19): the
+  // kernel wakes a sleeping owner but never interrupts a running one; it
+  // sets IORING_SQ_TASKRUN in the ring's flags instead, and the owner runs
+  // the task work when it next enters the kernel. The I/O twin of the wake
+  // word's kPolling.
+  kCoop,
+  // IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+  // IORING_SETUP_TASKRUN_FLAG (Linux 6.1): as kCoop, and the task work runs
+  // only when the owner asks for completions; a sleeping owner is woken only
+  // once a completion it waits for is there. Every call on the ring must
+  // come from the thread that created it, destruction included.
+  kDefer,
+};
+
+inline constexpr arch::NamedEnum<IoTaskRun, 3> kIoTaskRuns({{
+    {IoTaskRun::kInterrupt, "interrupt"},
+    {IoTaskRun::kCoop, "coop"},
+    {IoTaskRun::kDefer, "defer"},
+}});
 
 // How a reactor is built. Plain values; the runtime's options code fills
 // them, tests set them directly.
@@ -50,15 +79,56 @@ struct IoReactorOptions {
   // a power of two and gives the completion queue twice as many. A guess: a
   // worker rarely starts more than a few hundred operations between two
   // ReapCompletions() calls, and a full queue costs one extra io_uring_enter,
-  // never an operation. At most 32768 (the kernel's IORING_MAX_ENTRIES).
-  // The epoll backend ignores it.
+  // never an operation; a completion queue that overflows costs a system
+  // call to flush, never a completion (IORING_FEAT_NODROP). At most 32768
+  // (the kernel's IORING_MAX_ENTRIES). The epoll backend ignores it.
   unsigned entries = 256;
+
+  // How the kernel hands completions to the owner; see IoTaskRun. A kernel
+  // that refuses the flags (EINVAL) gets the next milder choice, kDefer then
+  // kCoop then kInterrupt, and setup() says so. The epoll backend ignores
+  // it.
+  IoTaskRun task_run = IoTaskRun::kCoop;
 
   // Test hook: when nonzero, setting up io_uring fails as if
   // io_uring_queue_init had returned -fake_uring_setup_errno (ENOSYS as under
   // qemu-user, EPERM as under a container's seccomp filter), without calling
   // it. 0: the real system call.
   int fake_uring_setup_errno = 0;
+
+  // Test hook: io_uring_setup flags the kernel is made to refuse with
+  // EINVAL, as a kernel too old for them would. 0: none.
+  unsigned fake_refused_setup_flags = 0;
+};
+
+// What one look at a reactor for the poll state found (IoReactor::Poll).
+enum class IoFound {
+  kNothing,
+  // The look itself found it: io_uring's task-run flag or an overflow the
+  // kernel left for the owner to collect, epoll readiness from
+  // epoll_wait(0), or an operation that finished in its Start call. No
+  // interrupt.
+  kByPoll,
+  // A completion was posted into io_uring's ring while the owner ran in user
+  // space: the kernel ran the task work by interrupting the owner (an IPI
+  // when the completion came from another CPU; a timer tick otherwise).
+  kByInterrupt,
+};
+
+// Counters of what a reactor had to do to lose nothing. Owner only.
+struct IoReactorStats {
+  // Times the completion queue was found overflowed: the kernel kept the
+  // completions that did not fit (IORING_FEAT_NODROP) and a system call
+  // flushed them into the ring. io_uring only.
+  uint64_t cq_overflows = 0;
+  // Completions the kernel dropped (the ring's overflow counter); 0 on
+  // kernels with IORING_FEAT_NODROP. io_uring only.
+  uint64_t cqes_dropped = 0;
+  // Operations tried again. io_uring: an operation kept back because the
+  // submission queue was full, or a submit the kernel refused for lack of
+  // room (EBUSY, EAGAIN). epoll: an operation retried once its fd was
+  // reported ready.
+  uint64_t retries = 0;
 };
 
 class IoReactor {
@@ -119,18 +189,32 @@ class IoReactor {
   // Owner only; not reentrant (not from a callback).
   virtual int ReapCompletions() noexcept = 0;
 
-  // True if ReapCompletions() has a callback to run, checked without a
-  // system call. io_uring: the completion ring is not empty (a Wake() alone
-  // may make it true). epoll: an operation has finished already (Read,
-  // Write, a socket call that did not have to wait) or a timeout is due;
-  // readiness of file descriptors cannot be seen without epoll_wait, so
-  // false does not mean that nothing is ready. Owner only.
+  // True if ReapCompletions() has something to do without waiting, checked
+  // without a system call. io_uring: the completion ring is not empty (a
+  // Wake() alone may make it true), or the kernel holds completions for the
+  // owner to collect (the task-run or overflow flag). epoll: an operation
+  // has finished already (Read, Write, a socket call that did not have to
+  // wait) or a timeout is due; readiness of file descriptors cannot be seen
+  // without epoll_wait, so false does not mean that nothing is ready. Owner
+  // only.
   virtual bool CompletionReady() const noexcept = 0;
 
-  // True if CompletionReady() sees every completion (io_uring), so a waiter
-  // may poll it; false if some can only be found by a system call (epoll's
-  // readiness), so a waiter should block in WaitUntil instead. Any thread.
-  virtual bool completions_pollable() const noexcept = 0;
+  // One look for completions, for a waiter's poll state, which calls it over
+  // and over: what CompletionReady() sees, and for epoll what one
+  // epoll_wait with timeout 0 reports (the fds it finds ready are retried
+  // and their operations finish, but no callback runs). io_uring: a few
+  // loads, no system call; epoll: one system call while an operation waits
+  // for readiness, none otherwise. Owner only.
+  virtual IoFound Poll() noexcept = 0;
+
+  // What the reactor had to do to lose nothing so far. Owner only.
+  virtual IoReactorStats stats() const noexcept = 0;
+
+  // How the reactor was set up, for the statistics: io_uring's task-run
+  // mode and the kernel flags it got ("coop (COOP_TASKRUN|TASKRUN_FLAG)"),
+  // with the refusal that made it fall back, if any; "readiness" for epoll.
+  // Any thread; fixed at creation.
+  virtual absl::string_view setup() const = 0;
 
   // Sends queued operations to the kernel, then blocks until a completion
   // is ready (it does not run callbacks), Wake() is called, or

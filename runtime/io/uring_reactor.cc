@@ -60,6 +60,23 @@ constexpr NeededOp kNeededOps[] = {
     {IORING_OP_ASYNC_CANCEL, "IORING_OP_ASYNC_CANCEL"},
 };
 
+// The setup flags of each task-run mode, from the most to the least
+// cooperative: a kernel that refuses one (EINVAL) is offered the next.
+struct TaskRunFlags {
+  IoTaskRun mode;
+  unsigned flags;
+  const char* names;
+};
+constexpr TaskRunFlags kTaskRunFlags[] = {
+    {IoTaskRun::kDefer,
+     IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+         IORING_SETUP_TASKRUN_FLAG,
+     "SINGLE_ISSUER|DEFER_TASKRUN|TASKRUN_FLAG"},
+    {IoTaskRun::kCoop, IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+     "COOP_TASKRUN|TASKRUN_FLAG"},
+    {IoTaskRun::kInterrupt, 0, "no task-run flags"},
+};
+
 unsigned ClampLen(size_t len) {
   return static_cast<unsigned>(std::min(len, kMaxIoBytes));
 }
@@ -93,7 +110,7 @@ absl::StatusOr<std::unique_ptr<UringReactor>> UringReactor::Create(
   std::unique_ptr<UringReactor> r(new UringReactor());
   const int rc = options.fake_uring_setup_errno != 0
                      ? -options.fake_uring_setup_errno
-                     : io_uring_queue_init(options.entries, &r->ring_, 0);
+                     : r->SetUpRing(options);
   if (rc < 0) return absl::ErrnoToStatus(-rc, "io_uring_setup failed");
   r->ring_ready_ = true;
 
@@ -118,6 +135,25 @@ absl::StatusOr<std::unique_ptr<UringReactor>> UringReactor::Create(
   r->FlushBacklog();  // Arms the wake poll.
   r->SubmitPending();
   return r;
+}
+
+int UringReactor::SetUpRing(const IoReactorOptions& options) noexcept {
+  std::string refused;
+  for (const TaskRunFlags& m : kTaskRunFlags) {
+    if (m.mode > options.task_run) continue;  // Milder modes only.
+    const int rc = (m.flags & options.fake_refused_setup_flags) != 0
+                       ? -EINVAL
+                       : io_uring_queue_init(options.entries, &ring_, m.flags);
+    if (rc == 0) {
+      task_run_ = m.mode;
+      setup_ = absl::StrCat(kIoTaskRuns.Name(m.mode), " (", m.names, ")",
+                            refused);
+      return 0;
+    }
+    if (rc != -EINVAL || m.flags == 0) return rc;
+    absl::StrAppend(&refused, "; the kernel refused ", m.names, " (EINVAL)");
+  }
+  return -EINVAL;
 }
 
 UringReactor::~UringReactor() {
@@ -256,6 +292,7 @@ void UringReactor::Push(Op* op) noexcept {
   // Even a submit found no room (the kernel refused it, e.g. EBUSY): keep
   // the operation, in order, for the next ReapCompletions or WaitUntil.
   backlog_.PushBack(op);
+  ++stats_.retries;
 }
 
 void UringReactor::FlushBacklog() noexcept {
@@ -276,7 +313,8 @@ void UringReactor::FlushBacklog() noexcept {
 
 void UringReactor::SubmitPending() noexcept {
   if (io_uring_sq_ready(&ring_) > 0) {
-    io_uring_submit(&ring_);
+    const int rc = io_uring_submit(&ring_);
+    if (rc == -EBUSY || rc == -EAGAIN) ++stats_.retries;
     NoteSubmitted();
   }
 }
@@ -370,9 +408,21 @@ void UringReactor::Timeout(int64_t duration_ns, IoCallback cb) {
   Push(op);
 }
 
+unsigned UringReactor::RingFlags() const noexcept {
+  return IO_URING_READ_ONCE(*ring_.sq.kflags);
+}
+
+void UringReactor::CollectFromKernel() noexcept {
+  const unsigned flags = RingFlags();
+  if ((flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) == 0) return;
+  if (flags & IORING_SQ_CQ_OVERFLOW) ++stats_.cq_overflows;
+  io_uring_get_events(&ring_);
+}
+
 int UringReactor::ReapCompletions() noexcept {
   FlushBacklog();
   SubmitPending();
+  CollectFromKernel();
   int ran = 0;
   io_uring_cqe* cqe = nullptr;
   // io_uring_peek_cqe enters the kernel only to flush overflowed CQEs.
@@ -393,7 +443,24 @@ int UringReactor::ReapCompletions() noexcept {
 }
 
 bool UringReactor::CompletionReady() const noexcept {
-  return io_uring_cq_ready(&ring_) > 0 || io_uring_cq_has_overflow(&ring_);
+  return io_uring_cq_ready(&ring_) > 0 ||
+         (RingFlags() & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) != 0;
+}
+
+IoFound UringReactor::Poll() noexcept {
+  // The owner runs in user space here, so a CQE in the ring was posted by
+  // task work that interrupted it; the flags are the kernel's note instead.
+  if (io_uring_cq_ready(&ring_) > 0) return IoFound::kByInterrupt;
+  if (RingFlags() & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) {
+    return IoFound::kByPoll;
+  }
+  return IoFound::kNothing;
+}
+
+IoReactorStats UringReactor::stats() const noexcept {
+  IoReactorStats s = stats_;
+  s.cqes_dropped = *ring_.cq.koverflow;
+  return s;
 }
 
 void UringReactor::TakeWakeCqes() noexcept {

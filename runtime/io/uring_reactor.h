@@ -4,7 +4,10 @@
 // queued by the Start methods and sent to the kernel by ReapCompletions() or
 // WaitUntil() (or at once when the submission queue is full, so no operation
 // is ever dropped). Wake() writes an eventfd that an IORING_OP_POLL_ADD on the
-// ring watches, so it ends io_uring_submit_and_wait_timeout.
+// ring watches, so it ends io_uring_submit_and_wait_timeout. The ring is set
+// up with the task-run mode asked for (IoTaskRun): by default the kernel
+// leaves a flag in the ring for a polling owner instead of interrupting it,
+// so Poll() sees a completion as soon as the kernel has it, with no IPI.
 
 #ifndef HALTPOOL_RUNTIME_IO_URING_REACTOR_H_
 #define HALTPOOL_RUNTIME_IO_URING_REACTOR_H_
@@ -15,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -27,8 +31,11 @@ namespace haltpool {
 
 class UringReactor final : public IoReactor {
  public:
-  // Sets up a ring of `options.entries` SQEs and the eventfd for Wake(), and
-  // checks that the kernel has every opcode used (Linux 5.6 or later).
+  // Sets up a ring of `options.entries` SQEs with `options.task_run`'s flags
+  // (falling back to milder ones where the kernel refuses them with EINVAL)
+  // and the eventfd for Wake(), and checks that the kernel has every opcode
+  // used (Linux 5.6 or later). With IoTaskRun::kDefer, the calling thread
+  // becomes the owner and must also destroy the reactor.
   // Errors, with messages naming the call and the errno text ("io_uring_setup
   // failed: Function not implemented"): kUnimplemented for ENOSYS (no
   // io_uring: an old kernel, qemu-user) or a missing opcode;
@@ -60,7 +67,9 @@ class UringReactor final : public IoReactor {
   size_t in_flight() const override { return in_flight_; }
   int ReapCompletions() noexcept override;
   bool CompletionReady() const noexcept override;
-  bool completions_pollable() const noexcept override { return true; }
+  IoFound Poll() noexcept override;
+  IoReactorStats stats() const noexcept override;
+  absl::string_view setup() const override { return setup_; }
   bool WaitUntil(int64_t deadline_ns) noexcept override;
   void Wake() noexcept override;
 
@@ -71,10 +80,24 @@ class UringReactor final : public IoReactor {
   }
   unsigned cq_entries() const noexcept { return ring_.cq.ring_entries; }
 
+  // The task-run mode the kernel accepted (the one asked for, or a milder
+  // one it fell back to). Any thread.
+  IoTaskRun task_run() const noexcept { return task_run_; }
+
  private:
   struct Op;
 
   UringReactor() = default;
+
+  // io_uring_queue_init with the flags of `options.task_run`, falling back
+  // to milder modes on EINVAL; sets task_run_ and setup_. 0 or -errno.
+  int SetUpRing(const IoReactorOptions& options) noexcept;
+  // The ring's flags word (IORING_SQ_TASKRUN, IORING_SQ_CQ_OVERFLOW), as
+  // the kernel last wrote it.
+  unsigned RingFlags() const noexcept;
+  // Has the kernel run pending task work and flush overflowed completions
+  // into the ring if its flags say there are any (one io_uring_enter).
+  void CollectFromKernel() noexcept;
 
   // A record for a new operation of `cb`, counted in flight.
   Op* NewOp(IoCallback cb);
@@ -105,6 +128,9 @@ class UringReactor final : public IoReactor {
 
   io_uring ring_{};
   bool ring_ready_ = false;
+  IoTaskRun task_run_ = IoTaskRun::kInterrupt;
+  std::string setup_;
+  IoReactorStats stats_;
   EventWaker waker_;
   bool wake_armed_ = false;    // A POLL_ADD on waker_ is queued or in flight.
   bool wake_pending_ = false;  // Its CQE came; WaitUntil has not taken it.

@@ -18,7 +18,7 @@ namespace haltpool::idle::fakes {
 
 class FakeExternalWait final : public ExternalWait {
  public:
-  bool Ready() const noexcept override {
+  bool Ready() noexcept override {
     ready_checks_.fetch_add(1, std::memory_order_relaxed);
     return ready_.load(std::memory_order_acquire);
   }

@@ -136,7 +136,7 @@ class PoolIoTest : public testing::TestWithParam<BackendCase> {
 
   static uint64_t TotalIoCallbacks(const PoolStats& stats) {
     uint64_t n = 0;
-    for (const WorkerStats& w : stats.workers) n += w.io_callbacks;
+    for (const WorkerStats& w : stats.workers) n += w.io.callbacks;
     return n;
   }
 
@@ -259,7 +259,7 @@ TEST_P(PoolIoTest,
   const PoolStats stats = pool->Stats();
   ASSERT_EQ(stats.workers.size(), 1u);
   EXPECT_EQ(stats.workers[0].exceptions, 1u);
-  EXPECT_EQ(stats.workers[0].io_callbacks, 2u);
+  EXPECT_EQ(stats.workers[0].io.callbacks, 2u);
 }
 
 TEST_P(PoolIoTest, TimeoutFiresNoEarlierThanAsked) {
@@ -335,11 +335,11 @@ TEST_P(PoolIoTest, StatsNameTheBackendAndCountCallbacks) {
     SCOPED_TRACE(w.index);
     if (w.index == worker.load()) {
       EXPECT_EQ(w.io_backend, GetParam().name);
-      EXPECT_EQ(w.io_callbacks, static_cast<uint64_t>(kOps));
+      EXPECT_EQ(w.io.callbacks, static_cast<uint64_t>(kOps));
       EXPECT_FALSE(w.io_note.empty());
     } else {
       EXPECT_EQ(w.io_backend, "");  // Never used.
-      EXPECT_EQ(w.io_callbacks, 0u);
+      EXPECT_EQ(w.io.callbacks, 0u);
     }
   }
   const std::string text = FormatPoolStatsText(stats);

@@ -55,6 +55,8 @@ const std::vector<std::string> kVariableNames = {
     "HALTPOOL_MAX_POLLERS",
     "HALTPOOL_PIN",
     "HALTPOOL_IO",
+    "HALTPOOL_IO_ENTRIES",
+    "HALTPOOL_IO_TASKRUN",
     "HALTPOOL_STATS",
     "HALTPOOL_DISPLAY_ENV",
 };
@@ -145,6 +147,8 @@ TEST(ConfigResolve, DefaultsWithAnEmptyEnvironment) {
   EXPECT_EQ(values["HALTPOOL_MAX_POLLERS"], "0");
   EXPECT_EQ(values["HALTPOOL_PIN"], "none");
   EXPECT_EQ(values["HALTPOOL_IO"], "auto");
+  EXPECT_EQ(values["HALTPOOL_IO_ENTRIES"], "256");
+  EXPECT_EQ(values["HALTPOOL_IO_TASKRUN"], "coop");
   EXPECT_EQ(values["HALTPOOL_STATS"], "0");
   EXPECT_EQ(values["HALTPOOL_DISPLAY_ENV"], "0");
   EXPECT_EQ(c.pool.workers, 0);
@@ -228,12 +232,16 @@ TEST(ConfigResolve, EveryVariableIsApplied) {
                               {"HALTPOOL_MAX_POLLERS", "0"},
                               {"HALTPOOL_PIN", "pu"},
                               {"HALTPOOL_IO", "epoll"},
+                              {"HALTPOOL_IO_ENTRIES", "8"},
+                              {"HALTPOOL_IO_TASKRUN", "defer"},
                               {"HALTPOOL_STATS", "true"},
                               {"HALTPOOL_DISPLAY_ENV", "yes"}});
   EXPECT_EQ(c.pool.workers, 4096);
   EXPECT_EQ(c.pool.max_pollers, 0);
   EXPECT_EQ(c.pool.pin, PinMode::kPu);
   EXPECT_EQ(c.pool.io, IoBackend::kEpoll);
+  EXPECT_EQ(c.pool.io_entries, 8u);
+  EXPECT_EQ(c.pool.io_task_run, IoTaskRun::kDefer);
   EXPECT_TRUE(c.pool.print_stats);
   EXPECT_EQ(Var(c, "HALTPOOL_PIN").value, "pu");
   EXPECT_EQ(Var(c, "HALTPOOL_IO").value, "epoll");
@@ -427,6 +435,11 @@ INSTANTIATE_TEST_SUITE_P(
                 "io_uring",
                 {"unknown I/O backend", "auto|uring|epoll"}},
         BadCase{"HALTPOOL_IO", "", {"empty", "auto|uring|epoll"}},
+        BadCase{"HALTPOOL_IO_ENTRIES", "0", {"from 1 to 32768"}},
+        BadCase{"HALTPOOL_IO_ENTRIES", "65536", {"from 1 to 32768"}},
+        BadCase{"HALTPOOL_IO_TASKRUN",
+                "signal",
+                {"unknown task-run mode", "interrupt|coop|defer"}},
         BadCase{"HALTPOOL_STATS", "on", {"not a boolean", kBools}},
         // Not a boolean.
         BadCase{
@@ -750,6 +763,8 @@ TEST(ConfigProfile, CodeValuesEqualToTheDefaultsStick) {
   code.max_pollers = d.max_pollers;
   code.pin = d.pin;
   code.io = d.io;
+  code.io_entries = d.io_entries;
+  code.io_task_run = d.io_task_run;
   code.calibrate = d.calibrate;
   code.backoff = d.backoff;
   code.print_stats = d.print_stats;
