@@ -21,11 +21,11 @@ namespace {
 // to lose none.
 std::string FormatIoCounts(const WorkerIoCounts& io) {
   return absl::StrFormat(
-      "I/O wakes: %u found by polling, %u posted by an interrupt while "
-      "polling, %u ended a block\n"
+      "I/O wakes: %u found by polling, %u posted while polling, %u ended "
+      "a block\n"
       "I/O queues: %u completion queue overflows, %u completions dropped, "
       "%u retries\n",
-      io.polled, io.interrupted, io.woke, io.reactor.cq_overflows,
+      io.polled, io.posted, io.woke, io.reactor.cq_overflows,
       io.reactor.cqes_dropped, io.reactor.retries);
 }
 
@@ -41,10 +41,9 @@ std::string FormatPoolStatsText(const PoolStats& stats) {
                         w.tasks_run, w.tasks_stolen, w.exceptions,
                         w.io_backend.empty() ? "unused" : w.io_backend,
                         w.io.callbacks, w.io_note.empty() ? "" : " ; ",
-                        w.io_note, w.io_setup.empty() ? "" : " ; task work: ",
-                        w.io_setup),
-        w.io_backend.empty() ? ""
-                             : FormatIoCounts(w.io),
+                        w.io_note,
+                        w.io_setup.empty() ? "" : " ; task work: ", w.io_setup),
+        w.io_backend.empty() ? "" : FormatIoCounts(w.io),
         absl::StrFormat("Placement: cpu %d, NUMA node %d\n\n", w.cpu,
                         w.numa_node));
   }
@@ -82,13 +81,13 @@ std::string FormatPoolStatsJson(const PoolStats& stats) {
             "{\"index\":%d,\"cpu\":%d,\"numa_node\":%d,"
             "\"tasks_run\":%u,\"tasks_stolen\":%u,\"exceptions\":%u,"
             "\"io_backend\":%s,\"io_setup\":%s,\"io_callbacks\":%u,"
-            "\"io_wakes\":{\"polled\":%u,\"interrupted\":%u,"
+            "\"io_wakes\":{\"polled\":%u,\"posted\":%u,"
             "\"woke\":%u},\"io_queues\":{\"cq_overflows\":%u,"
             "\"cqes_dropped\":%u,\"retries\":%u},\"idle\":%s}",
             w.index, w.cpu, w.numa_node, w.tasks_run, w.tasks_stolen,
             w.exceptions, idle::JsonString(w.io_backend),
             idle::JsonString(w.io_setup), w.io.callbacks, w.io.polled,
-            w.io.interrupted, w.io.woke, w.io.reactor.cq_overflows,
+            w.io.posted, w.io.woke, w.io.reactor.cq_overflows,
             w.io.reactor.cqes_dropped, w.io.reactor.retries,
             idle::FormatJson(w.idle)));
   }

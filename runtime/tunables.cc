@@ -314,8 +314,7 @@ std::vector<Tunable> MakeTunables() {
       "polling worker sees; COOP_TASKRUN), defer (coop, and completions wait "
       "until the worker asks; DEFER_TASKRUN); a kernel that refuses one "
       "gets the next milder, and the statistics say so",
-      EnumCodec<decltype(kIoTaskRuns), false>{&kIoTaskRuns,
-                                              "task-run mode"},
+      EnumCodec<decltype(kIoTaskRuns), false>{&kIoTaskRuns, "task-run mode"},
       [](const PoolOptions& o) { return o.io_task_run; },
       [](auto& c) -> auto& { return c.pool.io_task_run; }));
   rows.push_back(Row(

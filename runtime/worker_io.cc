@@ -26,8 +26,8 @@ class WorkerIo::ReactorWait final : public idle::ExternalWait {
       case IoFound::kByPoll:
         Add(counts_->polled_, 1);
         return true;
-      case IoFound::kByInterrupt:
-        Add(counts_->interrupted_, 1);
+      case IoFound::kPosted:
+        Add(counts_->posted_, 1);
         return true;
     }
     return true;
@@ -107,7 +107,7 @@ WorkerIoCounts WorkerIo::counts() const noexcept {
   WorkerIoCounts c;
   c.callbacks = callbacks_.load(std::memory_order_relaxed);
   c.polled = polled_.load(std::memory_order_relaxed);
-  c.interrupted = interrupted_.load(std::memory_order_relaxed);
+  c.posted = posted_.load(std::memory_order_relaxed);
   c.woke = woke_.load(std::memory_order_relaxed);
   c.reactor.cq_overflows = cq_overflows_.load(std::memory_order_relaxed);
   c.reactor.cqes_dropped = cqes_dropped_.load(std::memory_order_relaxed);

@@ -3,8 +3,8 @@
 // it lends the worker's parker while I/O is in flight (a block in the
 // reactor, ended by the reactor's eventfd kick). The pool's wake protocol
 // does not change: the parker still owns the handshake on the wake word.
-// It counts how completions reached the worker: found by its poll, posted by
-// an interrupt while it polled, or by ending a block.
+// It counts how completions reached the worker: found by its poll, posted
+// into the ring behind its back while it polled, or by ending a block.
 
 #ifndef HALTPOOL_RUNTIME_WORKER_IO_H_
 #define HALTPOOL_RUNTIME_WORKER_IO_H_
@@ -24,12 +24,12 @@ namespace haltpool {
 // How completions reached one worker, and what its reactor had to do to
 // lose none. A snapshot; see WorkerIo::counts().
 struct WorkerIoCounts {
-  uint64_t callbacks = 0;    // I/O callbacks run.
-  uint64_t polled = 0;       // Polls that a completion ended, no interrupt.
-  uint64_t interrupted = 0;  // Polls ended by a completion posted by an
-                             // interrupt (IoFound::kByInterrupt).
-  uint64_t woke = 0;         // Blocks in the reactor a completion ended.
-  IoReactorStats reactor;    // As of the last ReapCompletions.
+  uint64_t callbacks = 0;  // I/O callbacks run.
+  uint64_t polled = 0;     // Polls the poll's own look ended (kByPoll).
+  uint64_t posted = 0;     // Polls a CQE posted behind the worker's
+                           // back ended (IoFound::kPosted).
+  uint64_t woke = 0;       // Blocks in the reactor a completion ended.
+  IoReactorStats reactor;  // As of the last ReapCompletions.
 };
 
 class WorkerIo {
@@ -100,7 +100,7 @@ class WorkerIo {
   bool closed_ = false;
   std::atomic<uint64_t> callbacks_{0};
   std::atomic<uint64_t> polled_{0};
-  std::atomic<uint64_t> interrupted_{0};
+  std::atomic<uint64_t> posted_{0};
   std::atomic<uint64_t> woke_{0};
   std::atomic<uint64_t> cq_overflows_{0};
   std::atomic<uint64_t> cqes_dropped_{0};

@@ -109,10 +109,13 @@ enum class IoFound {
   // epoll_wait(0), or an operation that finished in its Start call. No
   // interrupt.
   kByPoll,
-  // A completion was posted into io_uring's ring while the owner ran in user
-  // space: the kernel ran the task work by interrupting the owner (an IPI
-  // when the completion came from another CPU; a timer tick otherwise).
-  kByInterrupt,
+  // A completion was posted into io_uring's ring behind the owner's back,
+  // while it ran in user space: the kernel ran the task work on one of the
+  // owner's returns from the kernel. Without task-run flags that is an
+  // interrupt sent for it (an IPI when the completion came from another
+  // CPU); with them, a timer tick, or the owner's return after another
+  // thread preempted it (no IPI).
+  kPosted,
 };
 
 // Counters of what a reactor had to do to lose nothing. Owner only.

@@ -146,8 +146,8 @@ int UringReactor::SetUpRing(const IoReactorOptions& options) noexcept {
                        : io_uring_queue_init(options.entries, &ring_, m.flags);
     if (rc == 0) {
       task_run_ = m.mode;
-      setup_ = absl::StrCat(kIoTaskRuns.Name(m.mode), " (", m.names, ")",
-                            refused);
+      setup_ =
+          absl::StrCat(kIoTaskRuns.Name(m.mode), " (", m.names, ")", refused);
       return 0;
     }
     if (rc != -EINVAL || m.flags == 0) return rc;
@@ -448,9 +448,9 @@ bool UringReactor::CompletionReady() const noexcept {
 }
 
 IoFound UringReactor::Poll() noexcept {
-  // The owner runs in user space here, so a CQE in the ring was posted by
-  // task work that interrupted it; the flags are the kernel's note instead.
-  if (io_uring_cq_ready(&ring_) > 0) return IoFound::kByInterrupt;
+  // The owner runs in user space here, so a CQE in the ring was posted
+  // behind its back; the flags are the kernel's note for it to act on.
+  if (io_uring_cq_ready(&ring_) > 0) return IoFound::kPosted;
   if (RingFlags() & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) {
     return IoFound::kByPoll;
   }

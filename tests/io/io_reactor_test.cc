@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "arch/cycle_clock.h"
 #include "gtest/gtest.h"
 #include "runtime/io/io_backend.h"
@@ -131,15 +132,22 @@ int RunOne(IoReactor& reactor, const std::function<void(IoCallback)>& op) {
   return result;
 }
 
-class IoReactorTest : public testing::TestWithParam<IoBackend> {
+// A backend, and for io_uring how the kernel hands it completions.
+struct Backend {
+  IoBackend backend;
+  IoTaskRun task_run;
+};
+
+class IoReactorTest : public testing::TestWithParam<Backend> {
  protected:
   // The backend under test, or a skip if this machine lacks it.
   std::unique_ptr<IoReactor> Make(IoReactorOptions options = {}) {
     std::string reason;
+    options.task_run = GetParam().task_run;
     absl::StatusOr<std::unique_ptr<IoReactor>> r =
-        MakeIoReactor(GetParam(), &reason, options);
+        MakeIoReactor(GetParam().backend, &reason, options);
     if (!r.ok()) {
-      if (GetParam() == IoBackend::kUring &&
+      if (GetParam().backend == IoBackend::kUring &&
           (absl::IsUnimplemented(r.status()) ||
            absl::IsPermissionDenied(r.status()))) {
         skip_reason_ = std::string(r.status().message());
@@ -166,7 +174,7 @@ class IoReactorTest : public testing::TestWithParam<IoBackend> {
 TEST_P(IoReactorTest, NameNamesTheBackend) {
   MAKE_REACTOR_OR_RETURN(reactor);
   EXPECT_EQ(reactor->name(),
-            GetParam() == IoBackend::kUring ? "io_uring" : "epoll");
+            GetParam().backend == IoBackend::kUring ? "io_uring" : "epoll");
   EXPECT_EQ(reactor->in_flight(), 0u);
   EXPECT_EQ(reactor->ReapCompletions(), 0);
 }
@@ -698,11 +706,67 @@ TEST_P(IoReactorTest, DestructorDropsCallbacksStillInFlight) {
   EXPECT_EQ(buf[0], '\0');
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, IoReactorTest,
-                         testing::Values(IoBackend::kUring, IoBackend::kEpoll),
-                         [](const testing::TestParamInfo<IoBackend>& info) {
-                           return std::string(IoBackendName(info.param));
-                         });
+// Every task-run mode of io_uring: the kernel may post completions by
+// interrupting the owner, or leave them for the owner to collect.
+// Poll() finds a completion that another thread causes, and says how: by
+// its own look (epoll_wait, or io_uring's task-run flag) or in a CQE the
+// kernel posted behind this thread's back (io_uring without the flags, by
+// an interrupt; with COOP_TASKRUN, when this thread, preempted, was
+// scheduled back in).
+TEST_P(IoReactorTest, PollFindsACompletionFromAnotherThread) {
+  MAKE_REACTOR_OR_RETURN(reactor);
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  Fd a(sv[0]), b(sv[1]);
+  int by_poll = 0;
+  int posted = 0;
+  // COOP_TASKRUN shows the flag only to a thread on its CPU: on a loaded
+  // machine, go on until it has been seen once.
+  const bool until_flag = GetParam().backend == IoBackend::kUring &&
+                          GetParam().task_run == IoTaskRun::kCoop;
+  for (int round = 0; round < (until_flag && by_poll == 0 ? 1000 : 20);
+       ++round) {
+    char byte = 0;
+    int got = -1;
+    reactor->Recv(a.get(), &byte, 1, [&](int r) { got = r; });
+    reactor->ReapCompletions();  // Submits it; nothing to receive yet.
+    ASSERT_EQ(reactor->Poll(), IoFound::kNothing);
+    std::thread writer([&] { ASSERT_EQ(write(b.get(), "x", 1), 1); });
+    const int64_t give_up = MonotonicNowNs() + kPatienceNs;
+    IoFound found = IoFound::kNothing;
+    while ((found = reactor->Poll()) == IoFound::kNothing &&
+           MonotonicNowNs() < give_up) {
+    }
+    writer.join();
+    ASSERT_NE(found, IoFound::kNothing) << "the completion was never seen";
+    (found == IoFound::kByPoll ? by_poll : posted)++;
+    EXPECT_TRUE(reactor->CompletionReady());
+    EXPECT_EQ(reactor->ReapCompletions(), 1);
+    EXPECT_EQ(got, 1);
+    EXPECT_EQ(byte, 'x');
+  }
+  if (GetParam().backend == IoBackend::kEpoll ||
+      GetParam().task_run == IoTaskRun::kDefer) {
+    EXPECT_EQ(posted, 0) << "nothing is posted behind the owner's back";
+  } else if (GetParam().task_run == IoTaskRun::kInterrupt) {
+    EXPECT_EQ(by_poll, 0) << "no task-run flag without the setup flags";
+  } else {
+    EXPECT_GT(by_poll, 0) << "the task-run flag was never seen";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Backends, IoReactorTest,
+    testing::Values(Backend{IoBackend::kUring, IoTaskRun::kInterrupt},
+                    Backend{IoBackend::kUring, IoTaskRun::kCoop},
+                    Backend{IoBackend::kUring, IoTaskRun::kDefer},
+                    Backend{IoBackend::kEpoll, IoTaskRun::kCoop}),
+    [](const testing::TestParamInfo<Backend>& info) {
+      return info.param.backend == IoBackend::kEpoll
+                 ? std::string("epoll")
+                 : absl::StrCat("uring_",
+                                kIoTaskRuns.Name(info.param.task_run));
+    });
 
 }  // namespace
 }  // namespace haltpool

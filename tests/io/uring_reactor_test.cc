@@ -69,6 +69,59 @@ TEST(UringReactorCreate, FakeSetupErrnoGivesTheMatchingCode) {
   }
 }
 
+TEST(UringReactorCreate, EachTaskRunModeIsSetUpOrSaysWhyNot) {
+  for (IoTaskRun mode :
+       {IoTaskRun::kInterrupt, IoTaskRun::kCoop, IoTaskRun::kDefer}) {
+    SCOPED_TRACE(kIoTaskRuns.Name(mode));
+    IoReactorOptions options;
+    options.task_run = mode;
+    absl::StatusOr<std::unique_ptr<UringReactor>> r =
+        UringReactor::Create(options);
+    if (absl::IsUnimplemented(r.status()) ||
+        absl::IsPermissionDenied(r.status())) {
+      GTEST_SKIP() << "no io_uring here: " << r.status().message();
+    }
+    ASSERT_TRUE(r.ok()) << r.status();
+    const std::string setup((*r)->setup());
+    if ((*r)->task_run() != mode) {
+      // An older kernel: the fall-back must say what it refused.
+      EXPECT_THAT(setup, HasSubstr("the kernel refused")) << setup;
+    } else {
+      EXPECT_THAT(setup,
+                  testing::StartsWith(std::string(kIoTaskRuns.Name(mode))))
+          << setup;
+    }
+  }
+}
+
+TEST(UringReactorCreate, RefusedTaskRunFlagsFallBackToMilderModes) {
+  IoReactorOptions options;
+  options.task_run = IoTaskRun::kDefer;
+  options.fake_refused_setup_flags = IORING_SETUP_DEFER_TASKRUN;
+  absl::StatusOr<std::unique_ptr<UringReactor>> r =
+      UringReactor::Create(options);
+  if (absl::IsUnimplemented(r.status()) ||
+      absl::IsPermissionDenied(r.status())) {
+    GTEST_SKIP() << "no io_uring here: " << r.status().message();
+  }
+  ASSERT_TRUE(r.ok()) << r.status();
+  if ((*r)->task_run() == IoTaskRun::kCoop) {
+    EXPECT_EQ((*r)->setup(),
+              "coop (COOP_TASKRUN|TASKRUN_FLAG); the kernel refused "
+              "SINGLE_ISSUER|DEFER_TASKRUN|TASKRUN_FLAG (EINVAL)");
+  }
+
+  // Both flag sets refused: no flags at all, and both refusals named.
+  options.fake_refused_setup_flags = IORING_SETUP_TASKRUN_FLAG;
+  r = UringReactor::Create(options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)->task_run(), IoTaskRun::kInterrupt);
+  EXPECT_EQ((*r)->setup(),
+            "interrupt (no task-run flags); the kernel refused "
+            "SINGLE_ISSUER|DEFER_TASKRUN|TASKRUN_FLAG (EINVAL); the kernel "
+            "refused COOP_TASKRUN|TASKRUN_FLAG (EINVAL)");
+}
+
 TEST(UringReactorCreate, ZeroEntriesIsInvalid) {
   IoReactorOptions options;
   options.entries = 0;

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -115,11 +116,14 @@ class PoolIoTest : public testing::TestWithParam<BackendCase> {
 
   // A pool of `workers` on this test's backend; `governor` "" keeps the
   // default.
-  std::unique_ptr<ThreadPool> MakePool(int workers,
-                                       const std::string& governor = "") {
+  std::unique_ptr<ThreadPool> MakePool(
+      int workers, const std::string& governor = "",
+      std::optional<IoTaskRun> task_run = std::nullopt, bool backoff = true) {
     PoolOptions o;
     o.workers = workers;
     o.io = GetParam().backend;
+    o.io_task_run = task_run;
+    if (!backoff) o.backoff = false;
     if (!governor.empty()) o.idle.governor = governor;
     o.on_exception = [this](std::exception_ptr e) { exceptions_.Add(e); };
     absl::StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(o);
@@ -349,6 +353,64 @@ TEST_P(PoolIoTest, StatsNameTheBackendAndCountCallbacks) {
       << text;
 }
 
+// A worker under `poll` (back-off off) idles by polling, so every message
+// that arrives while it idles ends a poll, and the statistics say how the
+// poll found it. io_uring without task-run flags: always a CQE the kernel
+// posted behind the worker's back (by an interrupt); with DEFER_TASKRUN
+// and with epoll: always the poll's own look (the task-run flag,
+// epoll_wait). COOP_TASKRUN leaves the flag for a running worker, but
+// posts the CQE when a preempted one is scheduled back in, so on a loaded
+// machine either may end the poll.
+TEST_P(PoolIoTest, APollingWorkerCountsHowEachCompletionReachedIt) {
+  constexpr int kMessages = 100;
+  const std::vector<IoTaskRun> modes =
+      GetParam().backend == IoBackend::kUring
+          ? std::vector<IoTaskRun>{IoTaskRun::kInterrupt, IoTaskRun::kCoop,
+                                   IoTaskRun::kDefer}
+          : std::vector<IoTaskRun>{IoTaskRun::kCoop};  // Ignored by epoll.
+  for (IoTaskRun mode : modes) {
+    SCOPED_TRACE(kIoTaskRuns.Name(mode));
+    SocketPair pair;
+    char byte = 0;
+    std::atomic<int> received{0};
+    auto pool = MakePool(1, "poll", mode, /*backoff=*/false);
+    ASSERT_NE(pool, nullptr);
+    std::function<void(PoolIo&)> arm;
+    std::optional<PoolIo> worker_io;
+    arm = [&](PoolIo& io) {
+      io.Recv(pair.b, &byte, 1, [&](int r) {
+        if (r != 1) return;
+        received.fetch_add(1);
+        arm(*worker_io);
+      });
+    };
+    RunTask(*pool, [&] {
+      absl::StatusOr<PoolIo> io = pool->Io();
+      ASSERT_TRUE(io.ok()) << io.status();
+      worker_io = *io;
+      arm(*worker_io);
+    });
+    for (int i = 0; i < kMessages; ++i) {
+      // Long enough that the worker is polling when the byte lands.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ASSERT_EQ(write(pair.a, "x", 1), 1);
+      ASSERT_TRUE(WaitFor([&] { return received.load() == i + 1; }))
+          << "message " << i << " was not received";
+    }
+    pool->Shutdown();
+    const WorkerIoCounts c = pool->Stats().workers[0].io;
+    EXPECT_EQ(c.callbacks, static_cast<uint64_t>(kMessages));
+    SCOPED_TRACE(testing::Message() << "polled " << c.polled << ", posted "
+                                    << c.posted << ", woke " << c.woke);
+    EXPECT_GE(c.polled + c.posted, kMessages * 9 / 10);
+    if (GetParam().backend == IoBackend::kEpoll || mode == IoTaskRun::kDefer) {
+      EXPECT_EQ(c.posted, 0u) << "nothing is posted behind the worker's back";
+    } else if (mode == IoTaskRun::kInterrupt) {
+      EXPECT_EQ(c.polled, 0u) << "no task-run flag without the setup flags";
+    }
+  }
+}
+
 TEST_P(PoolIoTest, ShutdownWithIoInFlightReturnsAndDropsTheCallbacks) {
   SocketPair pair;
   char byte = 0;
@@ -473,7 +535,8 @@ TEST_P(PoolIoTest, IoCompletesWhileTheWorkerAlwaysHasATask) {
 // An idle worker with a Recv in flight must notice the data under every
 // governor, including `poll`, whose window never ends.
 TEST_P(PoolIoTest, IdleWorkerNoticesIoUnderEveryGovernor) {
-  for (const char* governor : {"haltpoll", "predictive", "poll", "block", "fixed"}) {
+  for (const char* governor :
+       {"haltpoll", "predictive", "poll", "block", "fixed"}) {
     SCOPED_TRACE(governor);
     SocketPair pair;
     char byte = 0;
