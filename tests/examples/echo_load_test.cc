@@ -61,8 +61,8 @@ constexpr int kClientThreads = 2;
 constexpr int kWorkers = 2;
 // io_uring submission queue entries per worker (the completion queue gets
 // twice as many): 8 completion entries for some 500 connections per worker
-// were found overflowed some 350 times a second on the 2-vCPU CI machine,
-// 60 under ThreadSanitizer (docs/POOL.md, "Reliability", has the figures).
+// were found overflowed about 300 times a second on the 2-vCPU CI machine,
+// 70 under ThreadSanitizer (docs/POOL.md, "Reliability", has the figures).
 constexpr int kRingEntries = 4;
 // Messages are shorter than 2^16 bytes: 1 B to 64 KiB.
 constexpr int kMaxMessageLog2 = 16;
