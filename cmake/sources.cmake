@@ -135,6 +135,7 @@ set(HALTPOOL_TESTS
   tests/docs/readme_bad_inputs_test.cc
   tests/docs/readme_profiles_test.cc
   tests/docs/variables_table_test.cc
+  tests/examples/echo_load_test.cc
   tests/examples/echo_server_test.cc
   tests/examples/sockperf_protocol_test.cc
   tests/examples/sockperf_server_test.cc

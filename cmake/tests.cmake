@@ -18,6 +18,7 @@ set(args_readme_profiles_test ${PROJECT_SOURCE_DIR}/docs/CONFIGURATION.md)
 set(args_hypervisor_test ${PROJECT_SOURCE_DIR}/tests/arch/testdata)
 set(args_guide_variables_test ${PROJECT_SOURCE_DIR}/docs/USING.md)
 set(args_config_probe_test $<TARGET_FILE:config_probe>)
+set(args_echo_load_test $<TARGET_FILE:echo_server>)
 set(args_echo_server_test $<TARGET_FILE:echo_server>)
 set(args_sockperf_server_test $<TARGET_FILE:echo_server>)
 
@@ -40,3 +41,7 @@ foreach(src IN LISTS HALTPOOL_TESTS)
   add_test(NAME ${name} COMMAND ${name} ${args_${name}})
   set_tests_properties(${name} PROPERTIES TIMEOUT 600)
 endforeach()
+
+# A minute of load on every CPU: alone, as Bazel's "exclusive" tag runs it,
+# so that it skews the timing of no other test.
+set_tests_properties(echo_load_test PROPERTIES RUN_SERIAL TRUE)

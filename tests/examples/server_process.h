@@ -55,9 +55,12 @@ struct Exit {
 // One run of the server: spawned with its stdout and stderr on pipes.
 class ServerProcess {
  public:
-  // Starts `program` with `args`; pid() is -1 if that failed.
+  // Starts `program` with `args`, in the test's environment plus `env`
+  // ("NAME=value" entries, each replacing a variable of the same name);
+  // pid() is -1 if that failed.
   ServerProcess(const std::string& program,
-                const std::vector<std::string>& args) {
+                const std::vector<std::string>& args,
+                const std::vector<std::string>& env = {}) {
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0) return;
     if (pipe2(err, O_CLOEXEC) != 0) {
@@ -70,6 +73,18 @@ class ServerProcess {
     for (const std::string& a : args)
       argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
+    auto name_of = [](const std::string& entry) {
+      return entry.substr(0, entry.find('='));
+    };
+    std::vector<char*> envp;
+    for (char** e = environ; *e != nullptr; ++e) {
+      bool replaced = false;
+      for (const std::string& v : env) replaced |= name_of(v) == name_of(*e);
+      if (!replaced) envp.push_back(*e);
+    }
+    for (const std::string& v : env)
+      envp.push_back(const_cast<char*>(v.c_str()));
+    envp.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, out[1], 1);
@@ -90,7 +105,7 @@ class ServerProcess {
                              POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid = -1;
     if (posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(),
-                    environ) == 0) {
+                    envp.data()) == 0) {
       pid_ = pid;
     }
     posix_spawnattr_destroy(&attr);
