@@ -120,17 +120,18 @@ enum class IoFound {
 
 // Counters of what a reactor had to do to lose nothing. Owner only.
 struct IoReactorStats {
-  // Times the completion queue was found overflowed: the kernel kept the
-  // completions that did not fit (IORING_FEAT_NODROP) and a system call
-  // flushed them into the ring. io_uring only.
+  // System calls that flushed completions the kernel had kept because the
+  // completion queue was full (IORING_FEAT_NODROP); one flush may move many
+  // completions. io_uring only.
   uint64_t cq_overflows = 0;
   // Completions the kernel dropped (the ring's overflow counter); 0 on
   // kernels with IORING_FEAT_NODROP. io_uring only.
   uint64_t cqes_dropped = 0;
-  // Operations tried again. io_uring: an operation kept back because the
-  // submission queue was full, or a submit the kernel refused for lack of
-  // room (EBUSY, EAGAIN). epoll: an operation retried once its fd was
-  // reported ready.
+  // Tries again. io_uring: an operation that found the submission queue
+  // full (the queue is submitted early to make room, or the operation kept
+  // back until there is), or a submit the kernel refused for lack of room
+  // (EBUSY, EAGAIN). epoll: an operation retried once its fd was reported
+  // ready.
   uint64_t retries = 0;
 };
 

@@ -242,6 +242,8 @@ io_uring_sqe* UringReactor::GetSqe() noexcept {
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
   if (sqe == nullptr) {
     // The SQ is full: send it now to make room (one io_uring_enter).
+    ++stats_.retries;
+    NoteOverflowFlush();
     io_uring_submit(&ring_);
     NoteSubmitted();
     sqe = io_uring_get_sqe(&ring_);
@@ -292,7 +294,6 @@ void UringReactor::Push(Op* op) noexcept {
   // Even a submit found no room (the kernel refused it, e.g. EBUSY): keep
   // the operation, in order, for the next ReapCompletions or WaitUntil.
   backlog_.PushBack(op);
-  ++stats_.retries;
 }
 
 void UringReactor::FlushBacklog() noexcept {
@@ -313,6 +314,7 @@ void UringReactor::FlushBacklog() noexcept {
 
 void UringReactor::SubmitPending() noexcept {
   if (io_uring_sq_ready(&ring_) > 0) {
+    NoteOverflowFlush();
     const int rc = io_uring_submit(&ring_);
     if (rc == -EBUSY || rc == -EAGAIN) ++stats_.retries;
     NoteSubmitted();
@@ -412,10 +414,13 @@ unsigned UringReactor::RingFlags() const noexcept {
   return IO_URING_READ_ONCE(*ring_.sq.kflags);
 }
 
+void UringReactor::NoteOverflowFlush() noexcept {
+  if (RingFlags() & IORING_SQ_CQ_OVERFLOW) ++stats_.cq_overflows;
+}
+
 void UringReactor::CollectFromKernel() noexcept {
-  const unsigned flags = RingFlags();
-  if ((flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) == 0) return;
-  if (flags & IORING_SQ_CQ_OVERFLOW) ++stats_.cq_overflows;
+  if ((RingFlags() & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) == 0) return;
+  NoteOverflowFlush();
   io_uring_get_events(&ring_);
 }
 
@@ -425,8 +430,11 @@ int UringReactor::ReapCompletions() noexcept {
   CollectFromKernel();
   int ran = 0;
   io_uring_cqe* cqe = nullptr;
-  // io_uring_peek_cqe enters the kernel only to flush overflowed CQEs.
-  while (io_uring_peek_cqe(&ring_, &cqe) == 0) {
+  // io_uring_peek_cqe enters the kernel only to flush overflowed CQEs,
+  // once the ring is empty.
+  for (;;) {
+    if (io_uring_cq_ready(&ring_) == 0) NoteOverflowFlush();
+    if (io_uring_peek_cqe(&ring_, &cqe) != 0) break;
     const uint64_t data = io_uring_cqe_get_data64(cqe);
     const int result = cqe->res;
     io_uring_cqe_seen(&ring_, cqe);
@@ -502,6 +510,7 @@ bool UringReactor::WaitUntil(int64_t deadline_ns) noexcept {
       tsp = &ts;
     }
     io_uring_cqe* cqe = nullptr;
+    NoteOverflowFlush();
     const int rc =
         io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, tsp, nullptr);
     NoteSubmitted(/*helper_timeout=*/tsp != nullptr);

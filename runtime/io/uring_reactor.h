@@ -95,6 +95,10 @@ class UringReactor final : public IoReactor {
   // The ring's flags word (IORING_SQ_TASKRUN, IORING_SQ_CQ_OVERFLOW), as
   // the kernel last wrote it.
   unsigned RingFlags() const noexcept;
+  // Counts an overflow flush if the ring's flags say the kernel holds
+  // completions that did not fit: call it before any liburing call that
+  // enters the kernel with IORING_ENTER_GETEVENTS, which flushes them.
+  void NoteOverflowFlush() noexcept;
   // Has the kernel run pending task work and flush overflowed completions
   // into the ring if its flags say there are any (one io_uring_enter).
   void CollectFromKernel() noexcept;

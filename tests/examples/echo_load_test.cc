@@ -9,8 +9,9 @@
 //   - every connection got back exactly the bytes it sent, in order, and the
 //     server's "echoed N bytes" equals the clients' total;
 //   - the server's statistics ("I/O queues: ...", printed at SIGTERM) count
-//     overflows and no dropped completion under io_uring; under epoll, whose
-//     queue counters stay 0 (they are io_uring's), they count retries;
+//     overflow flushes, retries (a full submission queue) and no dropped
+//     completion under io_uring; under epoll, whose overflow counter stays 0
+//     (it is io_uring's), they count retries;
 //   - the server holds as many file descriptors once the clients have
 //     closed as before they connected, and exactly 1,000 more while they
 //     are connected;
@@ -316,7 +317,8 @@ struct IoTotals {
   uint64_t cqes_dropped = 0;
   uint64_t retries = 0;
   uint64_t polled = 0;
-  uint64_t interrupted = 0;
+  uint64_t posted = 0;
+  int wake_lines = 0;  // "I/O wakes" lines parsed, one per worker.
   uint64_t woke = 0;
 };
 
@@ -335,11 +337,12 @@ IoTotals ParseIoTotals(const std::string& out) {
       t.cqes_dropped += b;
       t.retries += c;
     } else if (sscanf(line.c_str(),
-                      "I/O wakes: %llu found by polling, %llu posted by an "
-                      "interrupt while polling, %llu ended a block",
+                      "I/O wakes: %llu found by polling, %llu posted while "
+                      "polling, %llu ended a block",
                       &a, &b, &c) == 3) {
+      ++t.wake_lines;
       t.polled += a;
-      t.interrupted += b;
+      t.posted += b;
       t.woke += c;
     }
   }
@@ -449,12 +452,17 @@ TEST_P(EchoLoad, ThousandConnectionsLoseNothing) {
   EXPECT_EQ(EchoedBytes(out, kConnections), static_cast<int64_t>(bytes)) << out;
   const IoTotals io_totals = ParseIoTotals(out);
   EXPECT_EQ(io_totals.workers, kWorkers) << out;
+  EXPECT_EQ(io_totals.wake_lines, kWorkers) << out;
   EXPECT_EQ(io_totals.cqes_dropped, 0u) << out;
   if (io == "uring") {
     EXPECT_GT(io_totals.cq_overflows, 0u)
         << "a completion queue of " << 2 * kRingEntries << " entries for "
         << kConnections / kWorkers
         << " connections per worker never overflowed:\n"
+        << out;
+    EXPECT_GT(io_totals.retries, 0u)
+        << "a submission queue of " << kRingEntries
+        << " entries was never found full:\n"
         << out;
   } else {
     // The queue counters are io_uring's; epoll has no completion queue.
@@ -470,7 +478,7 @@ TEST_P(EchoLoad, ThousandConnectionsLoseNothing) {
           << " completion queue overflows, " << io_totals.cqes_dropped
           << " completions dropped, " << io_totals.retries
           << " retries; I/O wakes " << io_totals.polled << " polled, "
-          << io_totals.interrupted << " interrupted, " << io_totals.woke
+          << io_totals.posted << " posted, " << io_totals.woke
           << " ended a block; fds " << fds_before << " before, " << fds_loaded
           << " loaded, " << fds_after << " after";
   printf("%s\nThe server's output:\n%s\n", summary.str().c_str(), out.c_str());
