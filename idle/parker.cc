@@ -137,6 +137,7 @@ bool Parker::Block(int64_t until_ns) noexcept {
 bool Parker::PollWith(ExternalWait& external, int64_t until_ns) noexcept {
   std::atomic<uint32_t>& state = word_->state_;
   uint32_t cur = EnterPolling();
+  HALTPOOL_PROTOCOL_STEP();  // A wake or a completion may land before a look.
   // Two things to watch, so no monitor instruction: a relax loop.
   for (int i = 0;; ++i) {
     if (cur & WakeWord::kNotified) {
@@ -144,6 +145,7 @@ bool Parker::PollWith(ExternalWait& external, int64_t until_ns) noexcept {
       return true;
     }
     if (external.Ready()) {
+      HALTPOOL_PROTOCOL_STEP();  // A wake may land before the exchange.
       // Leave kPolling so later wakers do not count a poll that is over.
       if (state.compare_exchange_strong(cur, WakeWord::kEmpty,
                                         std::memory_order_relaxed)) {
@@ -159,9 +161,12 @@ bool Parker::PollWith(ExternalWait& external, int64_t until_ns) noexcept {
 
 bool Parker::BlockIn(ExternalWait& external, int64_t until_ns) noexcept {
   std::atomic<uint32_t>& state = word_->state_;
+  HALTPOOL_PROTOCOL_STEP();  // A completion may land after the last look.
   word_->elsewhere_.store(&external, std::memory_order_release);
   if (!EnterSleeping(WakeWord::kSleepingElsewhere)) return true;
+  HALTPOOL_PROTOCOL_STEP();  // A completion or a kick may come before the wait.
   const bool event = external.Block(until_ns);
+  HALTPOOL_PROTOCOL_STEP();  // A kick may land after the wait ended.
   uint32_t sleeping = WakeWord::kSleepingElsewhere;
   if (state.compare_exchange_strong(sleeping, WakeWord::kEmpty,
                                     std::memory_order_relaxed)) {

@@ -10,9 +10,17 @@
  * passing are nondeterministic, each from a small global budget so that the
  * state space is finite and every run ends in a quiescent state.
  *
+ * With -DIO=n (n > 0), worker 0 has n I/O operations in flight on an
+ * io_uring ring set up with COOP_TASKRUN|TASKRUN_FLAG (runtime/worker_io.cc,
+ * runtime/io/uring_reactor.cc): a Kernel process completes them, and the
+ * worker's poll and block states watch the ring as well as its word.
+ *
  * Variants (spin -DNAME): BROKEN_SLEEP_RECHECK removes the parker's re-check
  * of a pending wake on its way to sleep; BROKEN_IDLE_RECHECK removes the
- * pool's re-check of the queues after a worker announces it is idle. Each
+ * pool's re-check of the queues after a worker announces it is idle;
+ * BROKEN_TASKRUN_PREDICATE (with IO) makes the I/O poll look at the
+ * completion queue only, not the task-run flag; BROKEN_RING_RECHECK (with IO)
+ * makes the ring wait sleep without running the pending task work. Each
  * must fail the check. */
 
 #ifndef N
@@ -26,12 +34,17 @@
 #endif
 #define TOTAL (S * T)
 #define MAXP 1
+#ifndef IO
+#define IO 0  /* I/O operations worker 0 has in flight */
+#endif
+#define IOW 0 /* the worker with I/O in flight */
 
 /* WakeWord states (idle/parker.h). */
 #define EMPTY 0
 #define NOTIFIED 1
 #define POLLING 2
 #define SLEEPING 4
+#define SLEEPING_ELSEWHERE 8
 
 byte word[N];      /* WakeWord::state_ */
 bool in_futex[N];  /* the worker is queued in the kernel on its word */
@@ -45,11 +58,35 @@ byte spurious_left = 1;  /* budget of spurious futex wake-ups */
 byte timeouts_left = 1;  /* budget of poll windows running out */
 byte deadlines_left = 1; /* budget of Park deadlines passing */
 
+/* Worker IOW's io_uring ring (runtime/io/uring_reactor.cc). */
+byte completed;    /* operations the kernel completed */
+byte tw;           /* completions in the kernel's task-work list, not posted */
+bool taskrun;      /* IORING_SQ_TASKRUN in the ring's flags */
+byte cq;           /* completions posted to the CQ, not yet reaped */
+byte reaped;       /* completions reaped: their callbacks ran */
+bool in_ring;      /* the worker sleeps in the kernel's ring wait */
+bool kicked;       /* the eventfd was written; the ring has not taken it */
+
+/* The kernel runs the ring's pending task work: each completion is posted
+ * to the CQ, and the flag is cleared (io_uring_get_events, and the first
+ * thing the ring wait does). */
+#define RUN_TASK_WORK { cq = cq + tw; tw = 0; taskrun = 0 }
+/* WorkerIo::WaitWhileInFlight: worker `w` has operations in flight. */
+#define IN_FLIGHT(w) (w == IOW && reaped < IO)
+/* ExternalWait::Ready in the poll loop (UringReactor::Poll). */
+#ifndef BROKEN_TASKRUN_PREDICATE
+#define READY (cq > 0 || taskrun)
+#else
+#define READY (cq > 0)  /* the CQ only: a completion in the task list waits */
+#endif
+
 /* WakeWord::Unpark: fetch_or, then FUTEX_WAKE if the waiter slept. */
 inline unpark(w, prev) {
   atomic { prev = word[w]; word[w] = word[w] | NOTIFIED };
   if
   :: (prev & SLEEPING) -> in_futex[w] = 0  /* FUTEX_WAKE(1) */
+  :: (prev & SLEEPING_ELSEWHERE) ->  /* ExternalWait::Kick: the eventfd */
+    atomic { kicked = 1; in_ring = 0 }
   :: else -> skip
   fi
 }
@@ -100,6 +137,24 @@ proctype Submitter() {
   od
 }
 
+/* The kernel completing worker IOW's operations, with coop task-run
+ * (io_req_normal_work_add): the completion is queued as task work for the
+ * worker and IORING_SQ_TASKRUN is set in the ring's flags, one step; then,
+ * a second step, task_work_add(TWA_SIGNAL_NO_IPI) wakes the worker if it
+ * sleeps in the ring wait (it never interrupts a running worker). The
+ * completion reaches the CQ only when the worker enters the kernel for it
+ * (defer's rule; coop and interrupt only post it sooner: README.md). An
+ * operation may also never complete (a Recv that no one answers): then
+ * only wakes on the word end the worker's block. */
+proctype Kernel() {
+  do
+  :: completed < IO ->
+    atomic { completed++; tw++; taskrun = 1 };
+    in_ring = 0  /* wake_up_state(TASK_INTERRUPTIBLE): a sleeper wakes */
+  :: break
+  od
+}
+
 /* Parker::Consume. */
 #define CONSUME(me) word[me] = EMPTY
 
@@ -112,7 +167,19 @@ loop:
     if
     :: queued > 0 -> queued--; ran++; assert(ran <= submitted); goto loop
     :: else -> skip
+    fi;
+#if IO > 0
+    /* No task: WorkerIo::Run(reap_idle) runs ReapCompletions. */
+    if
+    :: me == IOW && taskrun -> RUN_TASK_WORK  /* CollectFromKernel */
+    :: else -> skip
+    fi;
+    if
+    :: me == IOW && cq > 0 ->  /* the CQEs: their callbacks run */
+      reaped = reaped + cq; cq = 0; assert(reaped <= completed); goto loop
+    :: else -> skip
     fi
+#endif
   };
 
   /* ThreadPool::IdleOnce: announce and re-check (IdleWorkers::
@@ -142,8 +209,10 @@ loop:
   };
 select_state:  /* RunIdle: the governor picks a state, or the deadline passed */
   if
-  :: allow -> goto poll
-  :: goto block
+  :: allow && !IN_FLIGHT(me) -> goto poll
+  :: allow && IN_FLIGHT(me) -> goto poll_io
+  :: !IN_FLIGHT(me) -> goto block
+  :: IN_FLIGHT(me) -> goto block_io
   :: atomic { deadlines_left > 0 -> deadlines_left-- }; goto deadline
   fi;
 
@@ -216,6 +285,79 @@ end_futex:
     }
   fi;
 
+poll_io:  /* Parker::PollWith: the word and the ring, in a relax loop */
+  atomic {  /* EnterPolling, and Consume if a wake is already there */
+    if
+    :: word[me] == EMPTY -> word[me] = POLLING
+    :: else -> skip
+    fi;
+    if
+    :: (word[me] & NOTIFIED) -> CONSUME(me); goto parked
+    :: else -> skip
+    fi
+  };
+end_poll_io:  /* a wake, a completion (Ready), or the window runs out */
+  if
+  :: atomic { word[me] != POLLING -> CONSUME(me); goto parked }
+  :: atomic { READY && word[me] == POLLING ->
+       word[me] = EMPTY; goto parked }  /* compare_exchange(kPolling, kEmpty) */
+  :: atomic { timeouts_left > 0 -> timeouts_left--;
+       if
+       :: word[me] == POLLING -> goto select_state
+       :: else -> CONSUME(me); goto parked
+       fi }
+  fi;
+
+block_io:  /* Parker::BlockIn */
+  atomic {  /* EnterSleeping(kSleepingElsewhere), as for block */
+    if
+    :: (word[me] & NOTIFIED) -> CONSUME(me); goto parked
+    :: else -> word[me] = SLEEPING_ELSEWHERE
+    fi
+  };
+ring_wait:  /* ReactorWait::Block: UringReactor::WaitUntil's loop */
+  atomic {
+    if
+    :: kicked -> kicked = 0; goto ring_done  /* a wake CQE: drain the eventfd */
+    :: cq > 0 -> goto ring_done              /* io_uring_cq_ready */
+    :: timed_out -> goto ring_done           /* the deadline passed */
+    :: else -> skip
+    fi
+  };
+  /* io_uring_submit_and_wait_timeout: in the kernel (io_cqring_wait) the
+   * pending task work runs first, then the worker sleeps only if the CQ is
+   * still empty and no kick came. One step: the kernel marks the task
+   * TASK_INTERRUPTIBLE before it looks, and the completion side queues its
+   * work before it wakes the task, so either the look sees the work or the
+   * wake finds the task asleep. */
+  atomic {
+#ifndef BROKEN_RING_RECHECK
+    RUN_TASK_WORK;
+#endif
+    if
+    :: cq == 0 && !kicked -> in_ring = 1
+    :: else -> skip
+    fi
+  };
+end_ring:
+  if
+  :: atomic { !in_ring -> RUN_TASK_WORK }  /* woken; the work runs on the way */
+  :: atomic { in_ring && spurious_left > 0 ->
+              spurious_left--; in_ring = 0 }  /* -EINTR: a signal */
+  :: atomic { in_ring && deadlines_left > 0 ->
+              deadlines_left--; in_ring = 0; timed_out = 1 }  /* -ETIME */
+  fi;
+  goto ring_wait;
+ring_done:  /* BlockIn's epilogue: kSleepingElsewhere -> kEmpty, or a wake */
+  atomic {
+    timed_out = 0;
+    if
+    :: word[me] == SLEEPING_ELSEWHERE -> word[me] = EMPTY
+    :: else -> CONSUME(me)
+    fi;
+    goto parked
+  };
+
 deadline:  /* Park's epilogue after a deadline: leave kPolling, take a wake */
   atomic {
     if
@@ -241,17 +383,22 @@ retire:
   goto loop
 }
 
-/* When nothing can move any more, every submitted task has run: no worker
- * sleeps (or polls) forever with work queued. */
+/* When nothing can move any more, every submitted task has run and every
+ * I/O completion has been reaped: no worker sleeps (or polls) forever with
+ * work queued or a completion waiting. */
 active proctype Quiescence() {
-  timeout -> assert(submitted == TOTAL && ran == TOTAL && queued == 0)
+  timeout -> assert(submitted == TOTAL && ran == TOTAL && queued == 0 &&
+                    reaped == completed)
 }
 
 init {
   byte i;
   atomic {
     for (i : 0 .. N - 1) { run Worker(i) };
-    for (i : 1 .. S) { run Submitter() }
+    for (i : 1 .. S) { run Submitter() };
+#if IO > 0
+    run Kernel()
+#endif
   }
 }
 
@@ -259,3 +406,5 @@ init {
 ltl all_run { <> (ran == TOTAL) }
 /* A queued task never waits forever. */
 ltl queue_drains { [] ((queued > 0) -> <> (queued == 0)) }
+/* Every I/O completion is eventually reaped: its callback runs. */
+ltl all_reaped { [] ((completed > reaped) -> <> (reaped == completed)) }
