@@ -32,7 +32,14 @@ MD
 printf 'default / block throughput: 0.972\n' >"$dir/messaging.md"
 printf 'Target 2, poll never slower: met.\nTarget 1, ... at max and 10000/s: max: avg 0.38x, p99 0.35x, server CPU 41 %%; 10000/s: met.\n' >"$dir/sockperf.md"
 printf 'pair: the default does not meet the target. Target not met.\n' >"$dir/tradeoff.md"
-for s in tradeoff pipe messaging cyclic; do echo 'a,b' >"$dir/$s.csv"; done
+cat >"$dir/io_wake.md" <<'MD'
+| contender | gap | p50 us |
+| --- | ---: | ---: |
+| uring-poll | 5 us | 4.0 |
+
+Target: I/O wake to a worker polling under poll: at most 1 IPI per 100 completions (uring-poll: io_uring coop): met.
+MD
+for s in tradeoff pipe messaging cyclic io_wake; do echo 'a,b' >"$dir/$s.csv"; done
 : >"$dir/sockperf.csv"  # Empty: no link to it.
 
 out=$(cd "$root" && "$page" docs/results 123)
@@ -50,7 +57,10 @@ grep -q '2.0 us/op with haltpoll against 24.0 with block, 92 % lower (better); o
   fail "pipe row"
 grep -q '^pair: the default does not meet the target. Target not met.$' <<<"$out" || fail "tradeoff verdict"
 grep -q '^no pool verdict$' <<<"$out" || fail "a missing verdict is not said"
-for s in tradeoff pipe messaging cyclic; do
+[[ $(grep -c '^Target: I/O wake to a worker polling under poll: .*: met\.$' <<<"$out") -eq 2 ]] ||
+  fail "the I/O wake verdict is not in the summary and its section"
+grep -q '^## bench/io_wake$' <<<"$out" || fail "no io_wake section"
+for s in tradeoff pipe messaging cyclic io_wake; do
   grep -q "^CSV: \[\`results/$s.csv\`\](results/$s.csv)$" <<<"$out" || fail "no CSV link for $s"
 done
 grep -q '^## sockperf ping-pong$' <<<"$out" || fail "no sockperf section"
