@@ -38,7 +38,7 @@
 // IPIs per completion: the Rescheduling and Function call interrupts of
 // every CPU (bench/ipi_counts.h) over the point, less the baseline, per
 // message; and the worker's I/O counters over the point (polled,
-// interrupted, woke: runtime/worker_io.h). /proc/interrupts counts the
+// posted, woke: runtime/worker_io.h). /proc/interrupts counts the
 // whole machine's IPIs, the writer's own sleeps and other processes'
 // included, so before and after the contenders the writer paces every gap
 // with nobody listening and nothing sent; the mean of those two IPI rates
@@ -393,7 +393,7 @@ std::vector<Point> RunWriter(Channel& ch, Listener& listener,
       WorkerIoCounts d;
       d.callbacks = io1->callbacks - io0->callbacks;
       d.polled = io1->polled - io0->polled;
-      d.interrupted = io1->interrupted - io0->interrupted;
+      d.posted = io1->posted - io0->posted;
       d.woke = io1->woke - io0->woke;
       p.io = d;
     }
@@ -584,7 +584,7 @@ std::string Table(const std::vector<ContenderResult>& results,
                   const std::vector<Baseline>& after) {
   std::string out =
       "| contender | gap | p50 us | p99 us | mean us | worker CPU % | "
-      "IPIs/completion | polled | interrupted | woke |\n"
+      "IPIs/completion | polled | posted | woke |\n"
       "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
       "|\n";
   for (const ContenderResult& r : results) {
@@ -598,7 +598,7 @@ std::string Table(const std::vector<ContenderResult>& results,
           &out, "| %s | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s |\n",
           r.label, FormatGap(p.gap_ns), p.p50_us, p.p99_us, p.mean_us,
           p.cpu_pct, FormatIpis(ipis), count(&WorkerIoCounts::polled),
-          count(&WorkerIoCounts::interrupted), count(&WorkerIoCounts::woke));
+          count(&WorkerIoCounts::posted), count(&WorkerIoCounts::woke));
     }
   }
   return out;
