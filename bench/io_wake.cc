@@ -47,7 +47,8 @@
 // Prints a Markdown table, the baselines, how each pool was set up, and the
 // verdict on the target: "I/O wake to a worker polling under poll: at most
 // 1 IPI per 100 completions, and mean latency at most 1/3 of block's at gaps
-// up to 50 us", judged on uring-poll against uring-block.
+// up to 50 us", judged on uring-poll against uring-block and on epoll-poll
+// against epoll-block.
 //
 // ./bazelw run -c opt //bench:io_wake -- [--gaps=0,5us,...] [--messages=N]
 //   [--point_ms=N] [--contenders=a,b] [--quick] [--backoff] [--nopin]
@@ -627,22 +628,26 @@ const ContenderResult* Find(const std::vector<ContenderResult>& results,
   return nullptr;
 }
 
-// The verdict on the target, uring-poll against uring-block at every gap
-// up to kTargetMaxGapNs both ran.
-std::string Verdict(const std::vector<ContenderResult>& results,
+// The verdict on the target for `backend` ("uring" or "epoll"): its poll
+// contender against its block contender at every gap up to kTargetMaxGapNs
+// both ran.
+std::string Verdict(absl::string_view backend,
+                    const std::vector<ContenderResult>& results,
                     const std::vector<Baseline>& before,
                     const std::vector<Baseline>& after) {
+  const std::string poll_name = absl::StrCat(backend, "-poll");
+  const std::string block_name = absl::StrCat(backend, "-block");
   const std::string target = absl::StrFormat(
       "I/O wake to a worker polling under poll: at most 1 IPI per %.0f "
       "completions, and mean latency at most 1/3 of block's at gaps up to "
       "%s",
       1 / kTargetIpisPerCompletion, FormatGap(kTargetMaxGapNs));
-  const ContenderResult* poll = Find(results, "uring-poll");
-  const ContenderResult* block = Find(results, "uring-block");
+  const ContenderResult* poll = Find(results, poll_name);
+  const ContenderResult* block = Find(results, block_name);
   if (poll == nullptr || block == nullptr) {
-    return absl::StrCat("Target: ", target,
-                        ": not evaluated: it needs uring-poll and "
-                        "uring-block.\n");
+    return absl::StrCat("Target: ", target, " (", poll_name,
+                        "): not evaluated: it needs ", poll_name, " and ",
+                        block_name, ".\n");
   }
   std::string out;
   bool all = true;
@@ -663,17 +668,19 @@ std::string Verdict(const std::vector<ContenderResult>& results,
     ++judged;
     absl::StrAppendFormat(
         &out,
-        "gap %s: uring-poll %s IPIs/completion (at most %.2f: %s); mean %.1f "
-        "us against uring-block's %.1f us, %.2f of it (at most %.2f: %s)\n",
-        FormatGap(p.gap_ns), FormatIpis(ipis), kTargetIpisPerCompletion,
-        ipis_ok ? "met" : "not met", p.mean_us, b->mean_us, ratio,
-        kTargetLatencyRatio, ratio_ok ? "met" : "not met");
+        "gap %s: %s %s IPIs/completion (at most %.2f: %s); mean %.1f us "
+        "against %s's %.1f us, %.2f of it (at most %.2f: %s)\n",
+        FormatGap(p.gap_ns), poll_name, FormatIpis(ipis),
+        kTargetIpisPerCompletion, ipis_ok ? "met" : "not met", p.mean_us,
+        block_name, b->mean_us, ratio, kTargetLatencyRatio,
+        ratio_ok ? "met" : "not met");
   }
   if (judged == 0) {
-    return absl::StrCat("Target: ", target, ": not evaluated: no gap up to ",
+    return absl::StrCat("Target: ", target, " (", poll_name,
+                        "): not evaluated: no gap up to ",
                         FormatGap(kTargetMaxGapNs), " was run.\n");
   }
-  absl::StrAppend(&out, "Target: ", target, " (uring-poll: ", poll->setup,
+  absl::StrAppend(&out, "Target: ", target, " (", poll_name, ": ", poll->setup,
                   "): ", all ? "met" : "not met", ".\n");
   return out;
 }
@@ -749,7 +756,8 @@ int Main(int argc, char** argv) {
       absl::PrintF("- %s: %s\n", r.name, r.setup);
     }
   }
-  absl::PrintF("\n%s", Verdict(results, before, after));
+  absl::PrintF("\n%s%s", Verdict("uring", results, before, after),
+               Verdict("epoll", results, before, after));
   return 0;
 }
 

@@ -153,7 +153,9 @@ bool Parker::PollWith(ExternalWait& external, int64_t until_ns) noexcept {
       }
       continue;  // cur now has kNotified.
     }
-    if ((i & 15) == 15 && arch::MonotonicNowNs() >= until_ns) return false;
+    // Often: a look may be a system call (epoll), so the window is kept to
+    // within a few of them.
+    if ((i & 3) == 3 && arch::MonotonicNowNs() >= until_ns) return false;
     arch::CpuRelax();
     cur = state.load(std::memory_order_acquire);
   }

@@ -22,6 +22,12 @@ constexpr int64_t kNsPerMs = 1000000;
 // Ready fds taken per epoll_wait; more are taken by the next call. A guess.
 constexpr int kMaxEvents = 64;
 
+// Poll() looks with epoll_wait(0) once in this many looks, and otherwise
+// tries the last parked reader's recv; a guess that keeps the other fds
+// seen within a few microseconds (a system call costs about 1 us in a
+// guest with page-table isolation).
+constexpr uint32_t kEpollEveryPolls = 8;
+
 // Timeouts the heap holds before it first allocates again.
 constexpr size_t kInitialTimers = 16;
 
@@ -160,6 +166,7 @@ void EpollReactor::StartSocketOp(Op* op, bool write) noexcept {
 void EpollReactor::Park(Op* op, bool write) noexcept {
   FdWaiters& w = Waiters(op->fd);
   (write ? w.writers : w.readers).PushBack(op);
+  if (!write) hot_reader_fd_ = op->fd;
   ++parked_;
   const int error = Arm(op->fd, w);
   if (error < 0) FailAll(w, error);
@@ -374,6 +381,22 @@ bool EpollReactor::CompletionReady() const noexcept {
 IoFound EpollReactor::Poll() noexcept {
   if (CompletionReady()) return IoFound::kByPoll;
   if (parked_ == 0) return IoFound::kNothing;
+  FdWaiters* hot =
+      hot_reader_fd_ >= 0 && static_cast<size_t>(hot_reader_fd_) < fds_.size()
+          ? &fds_[hot_reader_fd_]
+          : nullptr;
+  if (hot != nullptr && !hot->readers.empty() &&
+      ++polls_ % kEpollEveryPolls != 0) {
+    // The reader parked last is the likeliest to be answered next. Its
+    // recv with MSG_DONTWAIT finds the data one system call sooner than
+    // epoll_wait's report followed by the recv. Its fd stays armed; a
+    // report that comes later finds no waiter, or retries the next one.
+    const int result = TryOp(*hot->readers.head);
+    if (result == -EAGAIN) return IoFound::kNothing;
+    --parked_;
+    Finish(hot->readers.PopFront(), result);
+    return IoFound::kByPoll;
+  }
   // A wake found here stays in the eventfd for WaitUntil to take.
   Epoll(0, /*take_wake=*/false);
   return ready_.empty() ? IoFound::kNothing : IoFound::kByPoll;

@@ -5,7 +5,9 @@
 // the epoll set with EPOLLONESHOT for the directions someone waits for, and
 // is retried, in order, when epoll reports the fd ready. Files are read and
 // written with pread/pwrite inside the Start call. Timeouts sit in a min-heap
-// that bounds epoll_wait. Wake() writes an eventfd in the epoll set.
+// that bounds epoll_wait. Wake() writes an eventfd in the epoll set. A
+// polling owner's Poll() retries the reader parked last with MSG_DONTWAIT,
+// and every few looks asks epoll_wait with timeout 0 about the rest.
 //
 // For machines without io_uring: kernels before 5.6, qemu-user, containers
 // whose seccomp filter blocks io_uring_setup.
@@ -113,6 +115,8 @@ class EpollReactor final : public IoReactor {
   EventWaker waker_;         // In the epoll set, level-triggered.
   bool have_pwait2_ = true;  // epoll_pwait2 (Linux 5.11) not yet ENOSYS.
   size_t in_flight_ = 0;
+  int hot_reader_fd_ = -1;      // The fd of the reader parked last.
+  uint32_t polls_ = 0;          // Looks by Poll(), to pace its epoll_wait.
   size_t parked_ = 0;           // Operations waiting in fds_.
   OpList ready_;                // Completed, callbacks not yet run.
   std::vector<FdWaiters> fds_;  // Indexed by fd.

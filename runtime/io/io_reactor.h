@@ -204,11 +204,11 @@ class IoReactor {
   virtual bool CompletionReady() const noexcept = 0;
 
   // One look for completions, for a waiter's poll state, which calls it over
-  // and over: what CompletionReady() sees, and for epoll what one
-  // epoll_wait with timeout 0 reports (the fds it finds ready are retried
-  // and their operations finish, but no callback runs). io_uring: a few
-  // loads, no system call; epoll: one system call while an operation waits
-  // for readiness, none otherwise. Owner only.
+  // and over: what CompletionReady() sees, and for epoll one system call
+  // while an operation waits for readiness: the recv of the reader parked
+  // last (MSG_DONTWAIT), or, one look in eight, epoll_wait with timeout 0
+  // (the fds it finds ready are retried). Operations found done finish, but
+  // no callback runs. io_uring: a few loads, no system call. Owner only.
   virtual IoFound Poll() noexcept = 0;
 
   // What the reactor had to do to lose nothing so far. Owner only.

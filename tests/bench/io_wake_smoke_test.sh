@@ -12,7 +12,7 @@ out=$("$io_wake" --quick --messages=5 --point_ms=1 --gaps=0,20us,200us \
 rc=$?
 echo "$out"
 [[ $rc -eq 0 ]] || fail "exited $rc"
-grep -q '^| contender | gap | p50 us | p99 us | mean us | worker CPU % | IPIs/completion | polled | interrupted | woke |$' \
+grep -q '^| contender | gap | p50 us | p99 us | mean us | worker CPU % | IPIs/completion | polled | posted | woke |$' \
   <<<"$out" || fail "no table header"
 num='-?[0-9]+\.[0-9]+'
 names=(epoll-poll thread-recv thread-epoll_wait)

@@ -331,12 +331,12 @@ TEST_P(IoTorture, EveryCompletionExactlyOnceAndNoHang) {
   const uint64_t ran_before_shutdown = tasks_ran.load();
   pool->Shutdown();
   const PoolStats stats = pool->Stats();
-  uint64_t io_callbacks = 0, polled = 0, interrupted = 0, woke = 0;
+  uint64_t io_callbacks = 0, polled = 0, posted = 0, woke = 0;
   std::string setup;
   for (const WorkerStats& w : stats.workers) {
     io_callbacks += w.io.callbacks;
     polled += w.io.polled;
-    interrupted += w.io.interrupted;
+    posted += w.io.posted;
     woke += w.io.woke;
     if (setup.empty()) setup = w.io_setup;
   }
@@ -348,7 +348,7 @@ TEST_P(IoTorture, EveryCompletionExactlyOnceAndNoHang) {
       "io torture, %s: %d chains x %d round trips; completions found polling "
       "%d (posted by an interrupt %d), ending a block in the ring %d; %d "
       "tasks\n",
-      where, kChains, kRounds, polled, interrupted, woke, tasks_submitted);
+      where, kChains, kRounds, polled, posted, woke, tasks_submitted);
 
   for (int i = 0; i < kChains; ++i) {
     const Driver& d = drivers[i];
