@@ -460,10 +460,9 @@ TEST_P(EchoLoad, ThousandConnectionsLoseNothing) {
         << kConnections / kWorkers
         << " connections per worker never overflowed:\n"
         << out;
-    EXPECT_GT(io_totals.retries, 0u)
-        << "a submission queue of " << kRingEntries
-        << " entries was never found full:\n"
-        << out;
+    EXPECT_GT(io_totals.retries, 0u) << "a submission queue of " << kRingEntries
+                                     << " entries was never found full:\n"
+                                     << out;
   } else {
     // The queue counters are io_uring's; epoll has no completion queue.
     EXPECT_EQ(io_totals.cq_overflows, 0u) << out;
