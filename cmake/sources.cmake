@@ -107,7 +107,7 @@ set(HALTPOOL_HEADERS
   runtime/pool_io.h
   runtime/pool_options.h
   runtime/pool_stats.h
-  runtime/task.h
+  runtime/task_fn.h
   runtime/task_group.h
   runtime/task_queue.h
   runtime/thread_pool.h

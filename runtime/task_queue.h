@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "arch/cpu_wait.h"
-#include "runtime/task.h"
+#include "runtime/task_fn.h"
 
 namespace haltpool {
 
@@ -23,7 +23,7 @@ class TaskGroup;
 
 // A queued task and the group it counts toward (or none).
 struct Job {
-  Task task;
+  TaskFn task;
   TaskGroup* group = nullptr;
 };
 

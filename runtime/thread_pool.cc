@@ -52,7 +52,7 @@ struct ThreadPool::Worker {
   std::atomic<uint64_t> tasks_run{0};
   std::atomic<uint64_t> tasks_stolen{0};
   std::atomic<uint64_t> exceptions{0};
-  std::vector<Task> due;  // Scratch for timers that fell due.
+  std::vector<TaskFn> due;  // Scratch for timers that fell due.
   std::thread thread;
   WorkerIo io;  // Made on first use by this worker's tasks.
   // For the contention monitor: involuntary switches at this worker's last
@@ -164,15 +164,15 @@ absl::Status ThreadPool::Enqueue(Job job) {
   return absl::OkStatus();
 }
 
-absl::Status ThreadPool::Submit(Task task) {
+absl::Status ThreadPool::Submit(TaskFn task) {
   return Enqueue(Job{std::move(task), nullptr});
 }
 
-absl::Status ThreadPool::Submit(TaskGroup& group, Task task) {
+absl::Status ThreadPool::Submit(TaskGroup& group, TaskFn task) {
   return Enqueue(Job{std::move(task), &group});
 }
 
-absl::Status ThreadPool::SubmitAt(absl::Time deadline, Task task) {
+absl::Status ThreadPool::SubmitAt(absl::Time deadline, TaskFn task) {
   if (deadline == absl::InfiniteFuture()) {
     return SubmitAtMonotonicNs(arch::kNoDeadline, std::move(task));
   }
@@ -191,7 +191,7 @@ absl::Status ThreadPool::SubmitAt(absl::Time deadline, Task task) {
                              std::move(task));
 }
 
-absl::Status ThreadPool::SubmitAtMonotonicNs(int64_t deadline_ns, Task task) {
+absl::Status ThreadPool::SubmitAtMonotonicNs(int64_t deadline_ns, TaskFn task) {
   submitting_.fetch_add(1, std::memory_order_seq_cst);
   if (!accepting_.load(std::memory_order_seq_cst)) {
     submitting_.fetch_sub(1, std::memory_order_seq_cst);
@@ -212,7 +212,7 @@ absl::Status ThreadPool::SubmitAtMonotonicNs(int64_t deadline_ns, Task task) {
   return absl::OkStatus();
 }
 
-absl::Status ThreadPool::SubmitAfter(absl::Duration delay, Task task) {
+absl::Status ThreadPool::SubmitAfter(absl::Duration delay, TaskFn task) {
   const int64_t now_ns = arch::MonotonicNowNs();
   const int64_t delay_ns =
       std::max<int64_t>(0, absl::ToInt64Nanoseconds(delay));
@@ -272,7 +272,7 @@ bool ThreadPool::RunOne(Worker& w) {
     timers_.PopDue(arch::MonotonicNowNs(), w.due);
     const bool more =
         w.due.size() > 1 || timers_.next_deadline() != arch::kNoDeadline;
-    for (Task& t : w.due) w.local.Push(Job{std::move(t), nullptr});
+    for (TaskFn& t : w.due) w.local.Push(Job{std::move(t), nullptr});
     w.due.clear();
     // While this worker runs a timer's task, an idle one must take the rest
     // of the due tasks (by stealing) and the role of timer keeper.
@@ -380,9 +380,9 @@ void ThreadPool::Shutdown() {
     std::this_thread::yield();
   }
   // Timers already due still run; the rest are cancelled and counted.
-  std::vector<Task> due;
+  std::vector<TaskFn> due;
   timers_.PopDue(arch::MonotonicNowNs(), due);
-  for (Task& t : due) injection_.Push(Job{std::move(t), nullptr});
+  for (TaskFn& t : due) injection_.Push(Job{std::move(t), nullptr});
   timers_cancelled_.store(timers_.CancelAll(), std::memory_order_relaxed);
   stopping_.store(true, std::memory_order_seq_cst);
   for (auto& w : workers_) w->word.Unpark();

@@ -28,7 +28,7 @@
 #include "runtime/pool_io.h"
 #include "runtime/pool_options.h"
 #include "runtime/pool_stats.h"
-#include "runtime/task.h"
+#include "runtime/task_fn.h"
 #include "runtime/task_group.h"
 #include "runtime/task_queue.h"
 #include "runtime/timer_queue.h"
@@ -74,10 +74,10 @@ class ThreadPool {
   // this pool's workers, else on the shared queue; wakes an idle worker if
   // there is one. FailedPrecondition once shutdown has begun. Any thread; no
   // allocation when the task's captures fit inline and the queue has room.
-  absl::Status Submit(Task task);
+  absl::Status Submit(TaskFn task);
 
   // As Submit, counting the task in `group` (see Wait).
-  absl::Status Submit(TaskGroup& group, Task task);
+  absl::Status Submit(TaskGroup& group, TaskFn task);
 
   // Queues `task` to run at `deadline`, a wall-clock time as absl::Now()
   // reads it at this call; timers run in deadline order. The deadline is
@@ -90,11 +90,11 @@ class ThreadPool {
   // not yet due at shutdown are cancelled and counted
   // (PoolStats::timers_cancelled). FailedPrecondition once shutdown has begun.
   // Any thread.
-  absl::Status SubmitAt(absl::Time deadline, Task task);
+  absl::Status SubmitAt(absl::Time deadline, TaskFn task);
 
   // Queues `task` to run once `delay` has passed on CLOCK_MONOTONIC (no wall
   // clock involved); otherwise as SubmitAt.
-  absl::Status SubmitAfter(absl::Duration delay, Task task);
+  absl::Status SubmitAfter(absl::Duration delay, TaskFn task);
 
   // Returns when every task submitted to `group` has finished. On one of
   // this pool's workers it runs other tasks meanwhile (no deadlock when a
@@ -141,7 +141,7 @@ class ThreadPool {
   bool TimerDue() const noexcept;
   absl::Status Enqueue(Job job);
   // SubmitAt with a CLOCK_MONOTONIC deadline (arch::kNoDeadline: never).
-  absl::Status SubmitAtMonotonicNs(int64_t deadline_ns, Task task);
+  absl::Status SubmitAtMonotonicNs(int64_t deadline_ns, TaskFn task);
   Worker* CurrentWorker() const noexcept;
 
   PoolConfig options_;

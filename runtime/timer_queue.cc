@@ -11,7 +11,7 @@ void TimerQueue::Publish() {
               std::memory_order_seq_cst);
 }
 
-bool TimerQueue::Add(int64_t deadline_ns, Task task) {
+bool TimerQueue::Add(int64_t deadline_ns, TaskFn task) {
   std::lock_guard<std::mutex> lock(mu_);
   const bool earliest =
       heap_.empty() || deadline_ns < heap_.front().deadline_ns;
@@ -21,7 +21,7 @@ bool TimerQueue::Add(int64_t deadline_ns, Task task) {
   return earliest;
 }
 
-void TimerQueue::PopDue(int64_t now_ns, std::vector<Task>& out) {
+void TimerQueue::PopDue(int64_t now_ns, std::vector<TaskFn>& out) {
   if (next_deadline() > now_ns) return;
   std::lock_guard<std::mutex> lock(mu_);
   while (!heap_.empty() && heap_.front().deadline_ns <= now_ns) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "arch/cycle_clock.h"
-#include "runtime/task.h"
+#include "runtime/task_fn.h"
 
 namespace haltpool {
 
@@ -19,10 +19,10 @@ class TimerQueue {
   // Adds `task` due at `deadline_ns`. Returns true if it is now the earliest
   // timer (the caller must make sure someone waits for the new deadline).
   // Any thread.
-  bool Add(int64_t deadline_ns, Task task);
+  bool Add(int64_t deadline_ns, TaskFn task);
 
   // Moves every task due at `now_ns` into `out`, earliest first. Any thread.
-  void PopDue(int64_t now_ns, std::vector<Task>& out);
+  void PopDue(int64_t now_ns, std::vector<TaskFn>& out);
 
   // The earliest deadline, or arch::kNoDeadline. Any thread, no lock.
   int64_t next_deadline() const noexcept {
@@ -36,7 +36,7 @@ class TimerQueue {
   struct Entry {
     int64_t deadline_ns;
     uint64_t seq;
-    Task task;
+    TaskFn task;
   };
   // std::push_heap keeps the greatest first: "later" is "less".
   static bool Later(const Entry& a, const Entry& b) {

@@ -2,15 +2,15 @@
 // nothing. Captures of up to two pointers are stored inline, so submitting
 // such a task allocates nothing.
 
-#ifndef HALTPOOL_RUNTIME_TASK_H_
-#define HALTPOOL_RUNTIME_TASK_H_
+#ifndef HALTPOOL_RUNTIME_TASK_FN_H_
+#define HALTPOOL_RUNTIME_TASK_FN_H_
 
 #include "absl/functional/any_invocable.h"
 
 namespace haltpool {
 
-using Task = absl::AnyInvocable<void()>;
+using TaskFn = absl::AnyInvocable<void()>;
 
 }  // namespace haltpool
 
-#endif  // HALTPOOL_RUNTIME_TASK_H_
+#endif  // HALTPOOL_RUNTIME_TASK_FN_H_
