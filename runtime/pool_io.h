@@ -65,6 +65,8 @@ class PoolIo {
   absl::string_view backend() const { return reactor_->name(); }
 
  private:
+  friend class IoAwaiter;  // Starts operations whose callback resumes a frame.
+
   IoCallback Guard(IoCallback cb) {
     return [cb = std::move(cb), h = on_exception_,
             n = exceptions_](int r) mutable {

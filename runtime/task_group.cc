@@ -11,10 +11,30 @@ void TaskGroup::Done() {
       return;
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  for (idle::WakeWord* w : waiters_) w->Unpark();
-  done_.notify_all();
+  std::vector<std::coroutine_handle<>> resume;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    for (idle::WakeWord* w : waiters_) w->Unpark();
+    done_.notify_all();
+    resume.swap(awaiting_);
+  }
+  // A resumed coroutine may destroy the group: nothing here touches it.
+  for (std::coroutine_handle<> h : resume) h.resume();
+}
+
+bool TaskGroup::Awaiter::await_ready() const {
+  if (group_.pending() != 0) return false;
+  group_.Settle();  // The last Done has left the group.
+  return true;
+}
+
+bool TaskGroup::Awaiter::await_suspend(std::coroutine_handle<> h) {
+  std::lock_guard<std::mutex> lock(group_.mu_);
+  // Under the lock, zero means the last Done has finished with the group.
+  if (group_.pending() == 0) return false;
+  group_.awaiting_.push_back(h);
+  return true;
 }
 
 void TaskGroup::AddWaiter(idle::WakeWord* word) {

@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <coroutine>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <vector>
 
@@ -15,6 +17,10 @@
 namespace haltpool {
 
 class ThreadPool;
+class TaskGroup;
+namespace coro_internal {
+void EndSpawned(ThreadPool*, TaskGroup*, std::exception_ptr) noexcept;
+}  // namespace coro_internal
 
 class TaskGroup {
  public:
@@ -24,6 +30,22 @@ class TaskGroup {
   // The owner waits for the group (ThreadPool::Wait) before destroying it.
   ~TaskGroup() = default;
 
+  // `co_await group` in a coroutine: resumes when pending() is back to
+  // zero, on the thread that finished the last task (or at once if none is
+  // pending). Like ThreadPool::Wait, but the worker runs other tasks while
+  // the coroutine is suspended instead of nesting them. Any thread.
+  class Awaiter {
+   public:
+    explicit Awaiter(TaskGroup& group) noexcept : group_(group) {}
+    bool await_ready() const;
+    bool await_suspend(std::coroutine_handle<> h);
+    void await_resume() const noexcept {}
+
+   private:
+    TaskGroup& group_;
+  };
+  Awaiter operator co_await() noexcept { return Awaiter(*this); }
+
   // Tasks submitted to the group and not finished yet. Any thread.
   int64_t pending() const noexcept {
     return pending_.load(std::memory_order_acquire);
@@ -31,12 +53,15 @@ class TaskGroup {
 
  private:
   friend class ThreadPool;
+  friend void coro_internal::EndSpawned(ThreadPool*, TaskGroup*,
+                                        std::exception_ptr) noexcept;
 
   void Add() noexcept { pending_.fetch_add(1, std::memory_order_relaxed); }
   // Marks one task finished. The last one drops to zero under the lock and
-  // wakes every waiter; a waiter that saw zero passes through the lock
-  // (Settle) before it returns, so the group is never used after it may be
-  // destroyed.
+  // wakes every waiter, then (after the lock) resumes the awaiting
+  // coroutines, touching the group no more; a waiter that saw zero passes
+  // through the lock (Settle) before it returns, so the group is never used
+  // after it may be destroyed.
   void Done();
   void Settle() { std::lock_guard<std::mutex> lock(mu_); }
   // Registers/unregisters a waiting worker's wake word.
@@ -48,7 +73,8 @@ class TaskGroup {
   std::atomic<int64_t> pending_{0};
   std::mutex mu_;
   std::condition_variable done_;
-  std::vector<idle::WakeWord*> waiters_;  // Guarded by mu_.
+  std::vector<idle::WakeWord*> waiters_;           // Guarded by mu_.
+  std::vector<std::coroutine_handle<>> awaiting_;  // Guarded by mu_.
 };
 
 }  // namespace haltpool

@@ -222,6 +222,38 @@ absl::Status ThreadPool::SubmitAfter(absl::Duration delay, TaskFn task) {
                              std::move(task));
 }
 
+absl::Status ThreadPool::Spawn(Task<void> task) {
+  return SpawnIn(nullptr, std::move(task));
+}
+
+absl::Status ThreadPool::Spawn(TaskGroup& group, Task<void> task) {
+  return SpawnIn(&group, std::move(task));
+}
+
+absl::Status ThreadPool::SpawnIn(TaskGroup* group, Task<void> task) {
+  if (!task) {
+    return absl::InvalidArgumentError(
+        "ThreadPool::Spawn: the task is empty (default-constructed or moved "
+        "from); pass a task a coroutine returned");
+  }
+  Task<void>::Handle h = task.Release();
+  h.promise().set_spawned(this, group);
+  // The group counts the coroutine until its end (EndSpawned), not the job
+  // that first resumes it.
+  if (group != nullptr) group->Add();
+  absl::Status s = Enqueue(Job{[h] { h.resume(); }, nullptr});
+  if (!s.ok()) {
+    h.destroy();
+    if (group != nullptr) group->Done();
+  }
+  return s;
+}
+
+void ThreadPool::ReportException(std::exception_ptr e) noexcept {
+  if (Worker* w = CurrentWorker()) Bump(w->exceptions);
+  options_.on_exception(std::move(e));
+}
+
 bool ThreadPool::TimerDue() const noexcept {
   // No clock read while no timer is set: the common case on every task.
   const int64_t next = timers_.next_deadline();
@@ -353,6 +385,9 @@ void ThreadPool::WorkerMain(Worker& w) {
     if (stopping_.load(std::memory_order_seq_cst) && !HasWork()) break;
     IdleOnce(w, /*stop_ends_idle=*/true);
   }
+  // Every I/O callback still runs, with -ECANCELED: a coroutine waiting on
+  // its I/O resumes and unwinds instead of leaking.
+  w.io.CancelAndDrain();
   w.io.Close();  // On this thread: a single-issuer ring requires it.
   tls_pool = nullptr;
   tls_worker = -1;
@@ -383,7 +418,17 @@ void ThreadPool::Shutdown() {
   std::vector<TaskFn> due;
   timers_.PopDue(arch::MonotonicNowNs(), due);
   for (TaskFn& t : due) injection_.Push(Job{std::move(t), nullptr});
-  timers_cancelled_.store(timers_.CancelAll(), std::memory_order_relaxed);
+  // The cancelled tasks are destroyed, unrun, on a worker: a sleeping
+  // coroutine's timer resumes it from its destructor (SleepFor), and the
+  // coroutine must go on where its pool's I/O is.
+  std::vector<TaskFn> cancelled;
+  timers_cancelled_.store(timers_.CancelAll(cancelled),
+                          std::memory_order_relaxed);
+  if (!cancelled.empty()) {
+    injection_.Push(
+        Job{[cancelled = std::move(cancelled)]() mutable { cancelled.clear(); },
+            nullptr});
+  }
   stopping_.store(true, std::memory_order_seq_cst);
   for (auto& w : workers_) w->word.Unpark();
   for (auto& w : workers_) {

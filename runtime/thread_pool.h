@@ -23,6 +23,8 @@
 #include "absl/time/time.h"
 #include "runtime/config.h"
 #include "runtime/contention_monitor.h"
+#include "runtime/coro/pool_awaiters.h"
+#include "runtime/coro/task.h"
 #include "runtime/environment.h"
 #include "runtime/idle_workers.h"
 #include "runtime/pool_io.h"
@@ -96,6 +98,32 @@ class ThreadPool {
   // clock involved); otherwise as SubmitAt.
   absl::Status SubmitAfter(absl::Duration delay, TaskFn task);
 
+  // Coroutines (runtime/coro/task.h; docs/USING.md has a tour).
+  //
+  // `co_await pool.Schedule()` moves the coroutine onto one of the workers
+  // (see ScheduleAwaiter; throws if the pool has shut down).
+  ScheduleAwaiter Schedule() noexcept { return ScheduleAwaiter(*this); }
+  // `co_await pool.SleepFor(d)` and `co_await pool.SleepUntil(t)` resume
+  // the coroutine on a worker once the time has come, with true, or during
+  // Shutdown with false (see SleepAwaiter). The timers are SubmitAfter's and
+  // SubmitAt's.
+  SleepAwaiter SleepFor(absl::Duration delay) noexcept {
+    return SleepAwaiter(*this, delay);
+  }
+  SleepAwaiter SleepUntil(absl::Time deadline) noexcept {
+    return SleepAwaiter(*this, deadline);
+  }
+
+  // Starts `task` on a worker and lets it run on its own: its frame is
+  // destroyed when it ends, and an exception escaping it goes to the pool's
+  // exception handler. With `group`, the group counts it until it ends
+  // (ThreadPool::Wait, `co_await group`), not only until its first
+  // suspension. FailedPrecondition once shutdown has begun (the task is
+  // destroyed without running), InvalidArgument for an empty task. Any
+  // thread; allocates nothing beyond the frame when the queue has room.
+  absl::Status Spawn(Task<void> task);
+  absl::Status Spawn(TaskGroup& group, Task<void> task);
+
   // Returns when every task submitted to `group` has finished. On one of
   // this pool's workers it runs other tasks meanwhile (no deadlock when a
   // task waits for the tasks it spawned); elsewhere it blocks.
@@ -127,7 +155,14 @@ class ThreadPool {
  private:
   struct Worker;
 
+  friend void coro_internal::EndSpawned(ThreadPool*, TaskGroup*,
+                                        std::exception_ptr) noexcept;
+
   explicit ThreadPool(const PoolConfig& options);
+  // Counts `e` against the calling worker (if on one) and hands it to the
+  // exception handler: for an exception that escaped a spawned task.
+  void ReportException(std::exception_ptr e) noexcept;
+  absl::Status SpawnIn(TaskGroup* group, Task<void> task);
   absl::Status Start();
   void WorkerMain(Worker& w);
   // Runs one queued task if there is one: due timers first, then the own

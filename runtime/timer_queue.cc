@@ -32,9 +32,10 @@ void TimerQueue::PopDue(int64_t now_ns, std::vector<TaskFn>& out) {
   Publish();
 }
 
-size_t TimerQueue::CancelAll() {
+size_t TimerQueue::CancelAll(std::vector<TaskFn>& out) {
   std::lock_guard<std::mutex> lock(mu_);
   const size_t n = heap_.size();
+  for (Entry& e : heap_) out.push_back(std::move(e.task));
   heap_.clear();
   Publish();
   return n;

@@ -29,8 +29,9 @@ class TimerQueue {
     return next_.load(std::memory_order_seq_cst);
   }
 
-  // Removes every timer; returns how many there were. Any thread.
-  size_t CancelAll();
+  // Removes every timer, moving their tasks, unrun, to the end of `out`;
+  // returns how many there were. Any thread.
+  size_t CancelAll(std::vector<TaskFn>& out);
 
  private:
   struct Entry {

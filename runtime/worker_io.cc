@@ -1,8 +1,10 @@
 #include "runtime/worker_io.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "arch/cycle_clock.h"
 
 namespace haltpool {
 namespace {
@@ -10,6 +12,14 @@ namespace {
 // Tasks a worker runs between two looks at its I/O when it always has work:
 // Tokio's event_interval (61) in spirit; a power of two near it.
 constexpr uint32_t kTasksPerIoCheck = 64;
+
+// How long a stopping worker keeps running the callbacks of cancelled
+// operations: a kernel cancel takes microseconds, so only callbacks that
+// start new operations over and over (each refused at once) keep it going
+// this long; what is still in flight then is dropped (Close).
+constexpr int64_t kDrainLimitNs = 2'000'000'000;
+// The longest single wait in the reactor while draining.
+constexpr int64_t kDrainWaitNs = 10'000'000;
 
 }  // namespace
 
@@ -76,6 +86,22 @@ void WorkerIo::Close() {
   wait_.reset();
   reactor_.reset();
 }
+
+void WorkerIo::CancelAndDrain() {
+  if (reactor_ == nullptr || in_callbacks_ || reactor_->in_flight() == 0) {
+    return;
+  }
+  reactor_->CancelInFlight();
+  const int64_t give_up = arch::MonotonicNowNs() + kDrainLimitNs;
+  for (;;) {
+    Run(/*reap_idle=*/true);
+    if (reactor_->in_flight() == 0) return;
+    const int64_t now = arch::MonotonicNowNs();
+    if (now >= give_up) return;
+    reactor_->WaitUntil(std::min(give_up, now + kDrainWaitNs));
+  }
+}
+
 bool WorkerIo::CheckDue() noexcept {
   if (++tasks_since_check_ < kTasksPerIoCheck) return false;
   tasks_since_check_ = 0;

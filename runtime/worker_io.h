@@ -45,6 +45,15 @@ class WorkerIo {
   // Only the owning worker's thread.
   absl::Status MakeOnce(IoBackend backend, const IoReactorOptions& options);
 
+  // For a worker that stops: cancels what is in flight
+  // (IoReactor::CancelInFlight) and runs every callback, with -ECANCELED
+  // unless its operation completed first, until nothing is in flight.
+  // Callbacks that keep starting operations (each refused at once) are
+  // given up on after 2 s; Close() then drops what is left. Nothing to do
+  // with no reactor or nothing in flight. Only the owning worker, not from a
+  // callback.
+  void CancelAndDrain();
+
   // Destroys the reactor, cancelling what is in flight (see io_reactor.h),
   // on the owning worker's thread, as an io_uring ring set up for a single
   // issuer requires. counts(), backend() and note() stay readable.

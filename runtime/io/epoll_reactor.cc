@@ -103,6 +103,19 @@ void EpollReactor::Release(Op* op) noexcept {
   --in_flight_;
 }
 
+bool EpollReactor::Refused(Op* op) noexcept {
+  if (!cancelling_) return false;
+  Finish(op, -ECANCELED);
+  return true;
+}
+
+void EpollReactor::CancelInFlight() noexcept {
+  cancelling_ = true;
+  for (FdWaiters& w : fds_) FailAll(w, -ECANCELED);
+  for (auto& [deadline, op] : timers_) Finish(op, -ECANCELED);
+  timers_.clear();
+}
+
 void EpollReactor::Finish(Op* op, int result) noexcept {
   op->result = result;
   ready_.PushBack(op);
@@ -272,6 +285,7 @@ void EpollReactor::ExpireTimers(int64_t now_ns) noexcept {
 
 void EpollReactor::Accept(int listen_fd, IoCallback cb) {
   Op* op = NewOp(std::move(cb));
+  if (Refused(op)) return;
   op->kind = OpKind::kAccept;
   op->fd = listen_fd;
   // accept4 must not block when another thread or process took the
@@ -287,6 +301,7 @@ void EpollReactor::Accept(int listen_fd, IoCallback cb) {
 void EpollReactor::Connect(int fd, const sockaddr* addr, socklen_t len,
                            IoCallback cb) {
   Op* op = NewOp(std::move(cb));
+  if (Refused(op)) return;
   op->kind = OpKind::kConnect;
   op->fd = fd;
   if (addr == nullptr || len > sizeof(sockaddr_storage)) {
@@ -309,6 +324,7 @@ void EpollReactor::Connect(int fd, const sockaddr* addr, socklen_t len,
 
 void EpollReactor::Recv(int fd, void* buf, size_t len, IoCallback cb) {
   Op* op = NewOp(std::move(cb));
+  if (Refused(op)) return;
   op->kind = OpKind::kRecv;
   op->fd = fd;
   op->buf = buf;
@@ -318,6 +334,7 @@ void EpollReactor::Recv(int fd, void* buf, size_t len, IoCallback cb) {
 
 void EpollReactor::Send(int fd, const void* buf, size_t len, IoCallback cb) {
   Op* op = NewOp(std::move(cb));
+  if (Refused(op)) return;
   op->kind = OpKind::kSend;
   op->fd = fd;
   op->buf = const_cast<void*>(buf);
@@ -328,6 +345,7 @@ void EpollReactor::Send(int fd, const void* buf, size_t len, IoCallback cb) {
 void EpollReactor::Read(int fd, void* buf, size_t len, int64_t offset,
                         IoCallback cb) {
   Op* op = NewOp(std::move(cb));
+  if (Refused(op)) return;
   op->kind = OpKind::kRead;
   ssize_t rc;
   do {
@@ -339,6 +357,7 @@ void EpollReactor::Read(int fd, void* buf, size_t len, int64_t offset,
 void EpollReactor::Write(int fd, const void* buf, size_t len, int64_t offset,
                          IoCallback cb) {
   Op* op = NewOp(std::move(cb));
+  if (Refused(op)) return;
   op->kind = OpKind::kWrite;
   ssize_t rc;
   do {
@@ -349,6 +368,7 @@ void EpollReactor::Write(int fd, const void* buf, size_t len, int64_t offset,
 
 void EpollReactor::Timeout(int64_t duration_ns, IoCallback cb) {
   Op* op = NewOp(std::move(cb));
+  if (Refused(op)) return;
   op->kind = OpKind::kTimeout;
   timers_.emplace_back(DeadlineAfterNs(arch::MonotonicNowNs(), duration_ns),
                        op);

@@ -65,6 +65,7 @@ class EpollReactor final : public IoReactor {
   absl::string_view setup() const override { return "readiness"; }
   bool WaitUntil(int64_t deadline_ns) noexcept override;
   void Wake() noexcept override;
+  void CancelInFlight() noexcept override;
 
  private:
   struct Op;
@@ -84,6 +85,8 @@ class EpollReactor final : public IoReactor {
 
   // A record for a new operation of `cb`, counted in flight.
   Op* NewOp(IoCallback cb);
+  // After CancelInFlight: finishes `op` with -ECANCELED and returns true.
+  bool Refused(Op* op) noexcept;
   // Records `result` for `op`; its callback runs in the next Reap.
   void Finish(Op* op, int result) noexcept;
   // Returns `op`'s record to the free list, destroying its callback.
@@ -112,8 +115,10 @@ class EpollReactor final : public IoReactor {
   void ExpireTimers(int64_t now_ns) noexcept;
 
   int epoll_fd_ = -1;
-  EventWaker waker_;         // In the epoll set, level-triggered.
-  bool have_pwait2_ = true;  // epoll_pwait2 (Linux 5.11) not yet ENOSYS.
+  EventWaker waker_;  // In the epoll set, level-triggered.
+  bool have_pwait2_ = true;
+  bool cancelling_ = false;  // CancelInFlight was called.  // epoll_pwait2
+                             // (Linux 5.11) not yet ENOSYS.
   size_t in_flight_ = 0;
   int hot_reader_fd_ = -1;      // The fd of the reader parked last.
   uint32_t polls_ = 0;          // Looks by Poll(), to pace its epoll_wait.

@@ -17,6 +17,9 @@
 // a byte count, a new fd, 0, or -errno. Callbacks must not throw.
 // Buffers passed to Recv, Send, Read and Write must stay valid until their
 // callback runs; the address passed to Connect is copied.
+// CancelInFlight() ends every operation early and still runs each callback
+// (with -ECANCELED); a worker that stops calls it, so nothing that waits on
+// a callback (a coroutine frame, a connection object) is left hanging.
 // Destroying a reactor cancels every operation still in flight; their
 // callbacks are destroyed without being run, and once the destructor returns
 // the kernel no longer touches their buffers.
@@ -229,6 +232,15 @@ class IoReactor {
   // return may answer several Wake() calls. Signals are absorbed. Owner
   // only.
   virtual bool WaitUntil(int64_t deadline_ns) noexcept = 0;
+
+  // Asks that every operation in flight end now, for a worker that stops:
+  // each callback still runs once, from a later ReapCompletions(), with
+  // -ECANCELED, or with the operation's own result if it completed first.
+  // Operations started afterwards complete with -ECANCELED without reaching
+  // the kernel. io_uring: one cancel request per operation in the kernel
+  // (IORING_OP_ASYNC_CANCEL); epoll: the parked operations and timeouts
+  // finish at once. Owner only; not from a callback.
+  virtual void CancelInFlight() noexcept = 0;
 
   // Ends the owner's WaitUntil in progress, or else its next one. Any
   // thread, any number at once (wakes coalesce); one write(2) to an eventfd.

@@ -231,6 +231,8 @@ void UringReactor::Complete(Op* op, int result) noexcept {
     result = 0;
   } else if (op->kind == OpKind::kFail) {
     result = op->fail_result;
+  } else if (cancelling_ && result == -EINTR) {
+    result = -ECANCELED;  // Some operations report a cancel as EINTR.
   }
   // Take the callback first: it may start operations that reuse the record.
   IoCallback cb = std::move(op->cb);
@@ -284,7 +286,43 @@ void UringReactor::Prep(io_uring_sqe* sqe, Op* op) noexcept {
   io_uring_sqe_set_data(sqe, op);
 }
 
+void UringReactor::CancelInFlight() noexcept {
+  cancelling_ = true;
+  // Not yet in the kernel: complete through a NOP instead.
+  for (Op* op = backlog_.head; op != nullptr; op = op->next) {
+    Refuse(*op);
+  }
+  for (io_uring_sqe* sqe : unsubmitted_) {
+    const uint64_t data = sqe->user_data;
+    if (data == kWakeTag || data == kCancelTag ||
+        data == LIBURING_UDATA_TIMEOUT) {
+      continue;
+    }
+    Op* op = reinterpret_cast<Op*>(data);
+    Refuse(*op);
+    Prep(sqe, op);
+  }
+  SubmitPending();
+  // In the kernel: ask it to cancel each. A full queue is submitted to make
+  // room (GetSqe); an operation whose cancel found no room at all still
+  // completes on its own, as it would have without the cancel.
+  ops_.ForEach([&](Op& op) {
+    if (!op.in_flight || op.kind == OpKind::kFail) return;
+    if (io_uring_sqe* sqe = GetSqe()) {
+      io_uring_prep_cancel64(sqe, reinterpret_cast<uint64_t>(&op), 0);
+      io_uring_sqe_set_data64(sqe, kCancelTag);
+    }
+  });
+  SubmitPending();
+}
+
+void UringReactor::Refuse(Op& op) noexcept {
+  op.kind = OpKind::kFail;
+  op.fail_result = -ECANCELED;
+}
+
 void UringReactor::Push(Op* op) noexcept {
+  if (cancelling_) Refuse(*op);
   if (backlog_.empty()) {
     if (io_uring_sqe* sqe = GetSqe()) {
       Prep(sqe, op);

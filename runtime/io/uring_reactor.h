@@ -72,6 +72,7 @@ class UringReactor final : public IoReactor {
   absl::string_view setup() const override { return setup_; }
   bool WaitUntil(int64_t deadline_ns) noexcept override;
   void Wake() noexcept override;
+  void CancelInFlight() noexcept override;
 
   // The submission and completion queue sizes the kernel granted. Any
   // thread; no system call.
@@ -129,6 +130,9 @@ class UringReactor final : public IoReactor {
   void Drop(Op* op) noexcept;
   // The destructor's part: stops every operation and waits for the kernel.
   void CancelAll() noexcept;
+  // Makes `op` complete with -ECANCELED through a NOP (after
+  // CancelInFlight).
+  static void Refuse(Op& op) noexcept;
 
   io_uring ring_{};
   bool ring_ready_ = false;
@@ -136,6 +140,7 @@ class UringReactor final : public IoReactor {
   std::string setup_;
   IoReactorStats stats_;
   EventWaker waker_;
+  bool cancelling_ = false;    // CancelInFlight was called.
   bool wake_armed_ = false;    // A POLL_ADD on waker_ is queued or in flight.
   bool wake_pending_ = false;  // Its CQE came; WaitUntil has not taken it.
   size_t in_flight_ = 0;

@@ -1,0 +1,422 @@
+// The coroutine API (runtime/coro/): Task<T> (lazy, values, exceptions,
+// symmetric transfer), Schedule, SleepFor/SleepUntil, Spawn and
+// `co_await group`, SyncWait, AsyncIo on each backend, and shutdown: every
+// frame waiting on I/O or a timer resumes (with -ECANCELED or false) and
+// none leaks. io_uring cases skip, with the reason, where the machine has no
+// io_uring.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "runtime/coro/async_io.h"
+#include "runtime/coro/sync_wait.h"
+#include "runtime/coro/task.h"
+#include "runtime/io/io_backend.h"
+#include "runtime/thread_pool.h"
+
+namespace haltpool {
+namespace {
+
+std::unique_ptr<ThreadPool> MakePool(
+    int workers, IoBackend io,
+    std::function<void(std::exception_ptr)> on_exception = nullptr) {
+  PoolOptions o;
+  o.workers = workers;
+  o.io = io;
+  if (on_exception) o.on_exception = std::move(on_exception);
+  absl::StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(o);
+  EXPECT_TRUE(pool.ok()) << pool.status();
+  return pool.ok() ? *std::move(pool) : nullptr;
+}
+
+std::unique_ptr<ThreadPool> MakePool(int workers) {
+  return MakePool(workers, IoBackend::kAuto);
+}
+
+Task<int> Constant(int v) { co_return v; }
+
+Task<int> Sum(int n) {
+  int total = 0;
+  for (int i = 1; i <= n; ++i) total += co_await Constant(i);
+  co_return total;
+}
+
+Task<std::unique_ptr<int>> MoveOnly(int v) {
+  co_return std::make_unique<int>(v);
+}
+
+Task<int> Throws() {
+  throw std::runtime_error("from a task");
+  co_return 0;
+}
+
+TEST(CoroTaskTest, ValuesComeBackThroughNestedAwaits) {
+  EXPECT_EQ(SyncWait(Sum(100)), 5050);
+  EXPECT_EQ(*SyncWait(MoveOnly(7)), 7);
+}
+
+TEST(CoroTaskTest, SymmetricTransferKeepsTheStackFlat) {
+  // A million tasks awaited one after another, each completing at once: a
+  // resume that nested per await would overflow the stack long before.
+  auto count = [](int n) -> Task<int> {
+    int total = 0;
+    for (int i = 0; i < n; ++i) total += co_await Constant(1);
+    co_return total;
+  };
+  EXPECT_EQ(SyncWait(count(1'000'000)), 1'000'000);
+}
+
+TEST(CoroTaskTest, ExceptionsReachTheAwaiter) {
+  auto outer = []() -> Task<std::string> {
+    try {
+      co_await Throws();
+    } catch (const std::runtime_error& e) {
+      co_return std::string("caught: ") + e.what();
+    }
+    co_return "not thrown";
+  };
+  EXPECT_EQ(SyncWait(outer()), "caught: from a task");
+  EXPECT_THROW(SyncWait(Throws()), std::runtime_error);
+}
+
+TEST(CoroTaskTest, TasksAreLazyAndFramesAreFreed) {
+  const int64_t before = LiveTaskFrames();
+  bool ran = false;
+  {
+    auto body = [&]() -> Task<void> {
+      ran = true;
+      co_return;
+    };
+    Task<void> t = body();
+    EXPECT_EQ(LiveTaskFrames(), before + 1);
+    EXPECT_FALSE(ran) << "a task runs only when awaited";
+  }
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(LiveTaskFrames(), before) << "an unawaited task's frame leaked";
+  SyncWait(Sum(10));
+  EXPECT_EQ(LiveTaskFrames(), before);
+}
+
+TEST(CoroPoolTest, ScheduleMovesOntoAWorker) {
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  auto body = [&]() -> Task<int> {
+    EXPECT_EQ(ThreadPool::CurrentWorkerIndex(), -1);
+    co_await pool->Schedule();
+    co_return ThreadPool::CurrentWorkerIndex();
+  };
+  const int worker = SyncWait(body());
+  EXPECT_GE(worker, 0);
+  EXPECT_LT(worker, 2);
+}
+
+TEST(CoroPoolTest, SleepForWaitsAtLeastItsDelay) {
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  auto body = [&]() -> Task<bool> {
+    co_await pool->Schedule();
+    const absl::Time start = absl::Now();
+    const bool slept = co_await pool->SleepFor(absl::Milliseconds(20));
+    EXPECT_GE(absl::Now() - start, absl::Milliseconds(20));
+    EXPECT_GE(ThreadPool::CurrentWorkerIndex(), 0);
+    const bool until =
+        co_await pool->SleepUntil(absl::Now() + absl::Milliseconds(5));
+    co_return slept&& until;
+  };
+  EXPECT_TRUE(SyncWait(body()));
+}
+
+TEST(CoroPoolTest, SpawnedTasksCountInTheirGroupUntilTheyEnd) {
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  constexpr int kTasks = 2000;
+  std::atomic<int> done{0};
+  auto child = [&](int i) -> Task<void> {
+    // Suspends past its first job: the group must still count it.
+    co_await pool->SleepFor(absl::Microseconds(i % 50));
+    co_await pool->Schedule();
+    done.fetch_add(1);
+  };
+  auto parent = [&]() -> Task<int> {
+    co_await pool->Schedule();
+    TaskGroup group;
+    for (int i = 0; i < kTasks; ++i) {
+      EXPECT_TRUE(pool->Spawn(group, child(i)).ok());
+    }
+    co_await group;
+    co_return done.load();
+  };
+  EXPECT_EQ(SyncWait(parent()), kTasks);
+
+  // The same group waited for from outside the pool.
+  TaskGroup outside;
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(pool->Spawn(outside, child(i)).ok());
+  pool->Wait(outside);
+  EXPECT_EQ(done.load(), kTasks + 100);
+}
+
+TEST(CoroPoolTest, AwaitingAnEmptyGroupGoesOnAtOnce) {
+  auto pool = MakePool(1);
+  ASSERT_NE(pool, nullptr);
+  auto body = [&]() -> Task<int> {
+    TaskGroup group;
+    co_await group;
+    co_return 1;
+  };
+  EXPECT_EQ(SyncWait(body()), 1);
+}
+
+TEST(CoroPoolTest, ASpawnedTasksExceptionGoesToTheHandler) {
+  std::mutex mu;
+  std::vector<std::string> seen;
+  auto pool = MakePool(1, IoBackend::kAuto, [&](std::exception_ptr e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      std::lock_guard<std::mutex> lock(mu);
+      seen.push_back(ex.what());
+    }
+  });
+  ASSERT_NE(pool, nullptr);
+  auto body = []() -> Task<void> { co_await Throws(); };
+  TaskGroup group;
+  ASSERT_TRUE(pool->Spawn(group, body()).ok());
+  pool->Wait(group);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], "from a task");
+  EXPECT_EQ(pool->Stats().workers[0].exceptions, 1u);
+}
+
+TEST(CoroPoolTest, AfterShutdownSpawnAndScheduleSaySo) {
+  auto pool = MakePool(1);
+  ASSERT_NE(pool, nullptr);
+  pool->Shutdown();
+  const int64_t before = LiveTaskFrames();
+  auto never_runs = []() -> Task<void> { co_await Sum(3); };
+  absl::Status s = pool->Spawn(never_runs());
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_EQ(LiveTaskFrames(), before) << "the refused task's frame leaked";
+  EXPECT_TRUE(absl::IsInvalidArgument(pool->Spawn(Task<void>())));
+  auto body = [&]() -> Task<void> { co_await pool->Schedule(); };
+  EXPECT_THROW(SyncWait(body()), std::runtime_error);
+  auto sleeper = [&]() -> Task<bool> {
+    co_return co_await pool->SleepFor(absl::Seconds(1));
+  };
+  EXPECT_FALSE(SyncWait(sleeper())) << "a refused timer reports no sleep";
+}
+
+TEST(CoroPoolTest, AsyncIoOffThePoolThrows) {
+  auto pool = MakePool(1);
+  ASSERT_NE(pool, nullptr);
+  AsyncIo io(*pool);
+  auto body = [&]() -> Task<int> {
+    co_return co_await io.Timeout(absl::Milliseconds(1));
+  };
+  EXPECT_THROW(SyncWait(body()), std::logic_error);
+}
+
+// Shutdown with frames parked on timers and I/O: each resumes (false from
+// a sleep, -ECANCELED from I/O), unwinds, and no frame is left.
+TEST(CoroPoolTest, ShutdownResumesEveryWaitingFrame) {
+  const int64_t before = LiveTaskFrames();
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  std::atomic<int> sleeps_cancelled{0};
+  std::atomic<int> recv_result{1};
+  std::atomic<int> started{0};
+  {
+    auto pool = MakePool(2);
+    ASSERT_NE(pool, nullptr);
+    AsyncIo io(*pool);
+    char byte = 0;
+    auto sleeper = [&]() -> Task<void> {
+      co_await pool->Schedule();
+      started.fetch_add(1);
+      if (!co_await pool->SleepFor(absl::Hours(1))) sleeps_cancelled++;
+    };
+    auto reader = [&]() -> Task<void> {
+      co_await pool->Schedule();
+      started.fetch_add(1);
+      recv_result = co_await io.Recv(fds[0], &byte, 1);
+    };
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(pool->Spawn(sleeper()).ok());
+    ASSERT_TRUE(pool->Spawn(reader()).ok());
+    while (started.load() < 11) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_GT(LiveTaskFrames(), before);
+    pool->Shutdown();
+  }
+  close(fds[0]);
+  close(fds[1]);
+  EXPECT_EQ(sleeps_cancelled.load(), 10);
+  EXPECT_EQ(recv_result.load(), -ECANCELED);
+  EXPECT_EQ(LiveTaskFrames(), before) << "frames leaked at shutdown";
+}
+
+struct BackendCase {
+  IoBackend backend;
+  const char* name;
+  friend void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.name; }
+};
+
+class CoroIoTest : public testing::TestWithParam<BackendCase> {
+ protected:
+  void SetUp() override {
+    if (GetParam().backend == IoBackend::kUring) {
+      absl::StatusOr<std::unique_ptr<IoReactor>> probe =
+          MakeIoReactor(IoBackend::kUring, nullptr);
+      if (!probe.ok()) GTEST_SKIP() << "no io_uring here: " << probe.status();
+    }
+  }
+};
+
+// An echo over a socketpair: the coroutine's I/O resumes on the worker
+// that started it, with the bytes in order.
+TEST_P(CoroIoTest, EchoResumesOnTheWorkerThatStartedTheIo) {
+  auto pool = MakePool(2, GetParam().backend);
+  ASSERT_NE(pool, nullptr);
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  AsyncIo io(*pool);
+  constexpr int kRounds = 2000;
+  auto echo = [&]() -> Task<int> {
+    co_await pool->Schedule();
+    char buf[64];
+    int rounds = 0;
+    for (;;) {
+      const int worker = ThreadPool::CurrentWorkerIndex();
+      const int n = co_await io.Recv(fds[1], buf, sizeof buf);
+      EXPECT_EQ(ThreadPool::CurrentWorkerIndex(), worker);
+      if (n <= 0) break;
+      if (co_await io.SendAll(fds[1], buf, static_cast<size_t>(n)) != n) break;
+      ++rounds;
+    }
+    co_return rounds;
+  };
+  auto client = [&]() -> Task<int> {
+    co_await pool->Schedule();
+    int ok = 0;
+    for (int i = 0; i < kRounds; ++i) {
+      const std::string msg = "message " + std::to_string(i);
+      if (co_await io.SendAll(fds[0], msg.data(), msg.size()) !=
+          static_cast<int>(msg.size())) {
+        break;
+      }
+      std::string got;
+      char buf[64];
+      while (got.size() < msg.size()) {
+        const int n = co_await io.Recv(fds[0], buf, msg.size() - got.size());
+        if (n <= 0) co_return ok;
+        got.append(buf, static_cast<size_t>(n));
+      }
+      if (got == msg) ++ok;
+    }
+    shutdown(fds[0], SHUT_WR);
+    co_return ok;
+  };
+  TaskGroup group;
+  std::atomic<int> echoed{0};
+  auto run_echo = [&]() -> Task<void> { echoed = co_await echo(); };
+  ASSERT_TRUE(pool->Spawn(group, run_echo()).ok());
+  EXPECT_EQ(SyncWait(client()), kRounds);
+  pool->Wait(group);
+  EXPECT_EQ(echoed.load(), kRounds);
+  close(fds[0]);
+  close(fds[1]);
+}
+
+TEST_P(CoroIoTest, TimeoutAndFileIo) {
+  auto pool = MakePool(1, GetParam().backend);
+  ASSERT_NE(pool, nullptr);
+  char path[] = "/tmp/haltpool-coro-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  unlink(path);
+  AsyncIo io(*pool);
+  auto body = [&]() -> Task<std::string> {
+    co_await pool->Schedule();
+    const absl::Time start = absl::Now();
+    EXPECT_EQ(co_await io.Timeout(absl::Milliseconds(10)), 0);
+    EXPECT_GE(absl::Now() - start, absl::Milliseconds(10));
+    const char text[] = "written by a coroutine";
+    EXPECT_EQ(co_await io.Write(fd, text, sizeof text - 1, 0),
+              static_cast<int>(sizeof text - 1));
+    char back[64] = {};
+    const int n = co_await io.Read(fd, back, sizeof back, 0);
+    co_return std::string(back, n > 0 ? static_cast<size_t>(n) : 0);
+  };
+  EXPECT_EQ(SyncWait(body()), "written by a coroutine");
+  close(fd);
+}
+
+TEST_P(CoroIoTest, AcceptAndConnectOverLoopback) {
+  auto pool = MakePool(2, GetParam().backend);
+  ASSERT_NE(pool, nullptr);
+  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 8), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  AsyncIo io(*pool);
+  auto server = [&]() -> Task<int> {
+    co_await pool->Schedule();
+    const int conn = co_await io.Accept(listener);
+    if (conn < 0) co_return conn;
+    char c = 0;
+    const int n = co_await io.Recv(conn, &c, 1);
+    close(conn);
+    co_return n == 1 ? c : -1;
+  };
+  auto client = [&]() -> Task<int> {
+    co_await pool->Schedule();
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int rc = co_await io.Connect(
+        fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+    if (rc == 0) co_await io.SendAll(fd, "x", 1);
+    close(fd);
+    co_return rc;
+  };
+  std::atomic<int> served{0};
+  auto run_server = [&]() -> Task<void> { served = co_await server(); };
+  TaskGroup group;
+  ASSERT_TRUE(pool->Spawn(group, run_server()).ok());
+  EXPECT_EQ(SyncWait(client()), 0);
+  pool->Wait(group);
+  EXPECT_EQ(served.load(), 'x');
+  close(listener);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Backends, CoroIoTest,
+    testing::Values(BackendCase{IoBackend::kUring, "io_uring"},
+                    BackendCase{IoBackend::kEpoll, "epoll"}),
+    [](const testing::TestParamInfo<BackendCase>& info) {
+      return std::string(info.param.name == std::string("io_uring") ? "uring"
+                                                                    : "epoll");
+    });
+
+}  // namespace
+}  // namespace haltpool
