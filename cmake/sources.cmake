@@ -32,6 +32,8 @@ set(HALTPOOL_SOURCES
   runtime/config.cc
   runtime/tunables.cc
   runtime/contention_monitor.cc
+  runtime/coro/async_io.cc
+  runtime/coro/pool_awaiters.cc
   runtime/cpu_quota.cc
   runtime/environment.cc
   runtime/idle_workers.cc
@@ -94,6 +96,10 @@ set(HALTPOOL_HEADERS
   runtime/config.h
   runtime/tunables.h
   runtime/contention_monitor.h
+  runtime/coro/async_io.h
+  runtime/coro/pool_awaiters.h
+  runtime/coro/sync_wait.h
+  runtime/coro/task.h
   runtime/cpu_quota.h
   runtime/environment.h
   runtime/idle_workers.h
@@ -135,6 +141,7 @@ set(HALTPOOL_TESTS
   tests/docs/readme_bad_inputs_test.cc
   tests/docs/readme_profiles_test.cc
   tests/docs/variables_table_test.cc
+  tests/examples/coro_hello_test.cc
   tests/examples/echo_load_test.cc
   tests/examples/echo_server_test.cc
   tests/examples/sockperf_protocol_test.cc
@@ -155,6 +162,7 @@ set(HALTPOOL_TESTS
   tests/io/io_backend_test.cc
   tests/io/io_reactor_test.cc
   tests/io/uring_reactor_test.cc
+  tests/pool/coro_test.cc
   tests/pool/idle_workers_test.cc
   tests/pool/pool_io_test.cc
   tests/pool/pool_memory_test.cc
@@ -179,6 +187,7 @@ set(HALTPOOL_TEST_SUPPORT
 
 # The examples: one program each.
 set(HALTPOOL_EXAMPLES
+  examples/coro_hello.cc
   examples/echo_server.cc
   examples/hello_pool.cc
 )

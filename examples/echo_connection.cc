@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/coro/async_io.h"
+
 namespace haltpool::examples {
 namespace {
 
@@ -12,48 +14,23 @@ namespace {
 // loopback usually delivers, small enough for thousands of connections.
 constexpr size_t kBufferBytes = 16 * 1024;
 
-// One client: receives into `buf`, sends it back, again.
-struct EchoConnection {
-  EchoConnection(PoolIo i, int f, ConnectionOwner* o)
-      : io(i), fd(f), owner(o) {}
-
-  PoolIo io;
-  const int fd;
-  ConnectionOwner* const owner;
-  size_t len = 0;   // Bytes in buf.
-  size_t sent = 0;  // Of those, sent back so far.
-  char buf[kBufferBytes];
-
-  void Recv() {
-    io.Recv(fd, buf, sizeof(buf), [this](int result) {
-      if (result <= 0) return Close();  // End of stream or an error.
-      len = static_cast<size_t>(result);
-      sent = 0;
-      SendRest();
-    });
-  }
-
-  void SendRest() {
-    io.Send(fd, buf + sent, len - sent, [this](int result) {
-      if (result <= 0) return Close();  // -EPIPE, -ECONNRESET, shut down.
-      owner->totals().bytes_sent.fetch_add(static_cast<uint64_t>(result),
-                                           std::memory_order_relaxed);
-      sent += static_cast<size_t>(result);
-      if (sent < len) return SendRest();
-      Recv();
-    });
-  }
-
-  void Close() {
-    owner->CloseConnection(fd);
-    delete this;
-  }
-};
-
 }  // namespace
 
-void ServeEchoConnection(PoolIo io, int fd, ConnectionOwner* owner) {
-  (new EchoConnection(io, fd, owner))->Recv();
+Task<void> EchoConnection(ThreadPool& pool, int fd, ConnectionOwner* owner) {
+  AsyncIo io(pool);
+  char buf[kBufferBytes];
+  for (;;) {
+    const int received = co_await io.Recv(fd, buf, sizeof(buf));
+    if (received <= 0) break;  // End of stream or an error.
+    const int sent =
+        co_await io.SendAll(fd, buf, static_cast<size_t>(received));
+    if (sent > 0) {
+      owner->totals().bytes_sent.fetch_add(static_cast<uint64_t>(sent),
+                                           std::memory_order_relaxed);
+    }
+    if (sent != received) break;  // -EPIPE, -ECONNRESET, shut down.
+  }
+  owner->CloseConnection(fd);
 }
 
 }  // namespace haltpool::examples

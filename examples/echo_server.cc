@@ -18,17 +18,18 @@
 //               sockperf ping-pong -i 127.0.0.1 -p 7777 [--tcp] -t 2
 //             or tools/bench-sockperf, which compares it with `sockperf sr`.
 //
-// Design. One acceptor per worker: at start, one task per worker starts an
-// Accept on the shared listening socket through its own worker's reactor,
-// and every connection it accepts is served on that worker (completions run
-// on the worker that started the operation), so connections spread over the
-// workers as the kernel hands them to the pending accepts, with no locking
-// between workers on the data path. Each connection is a heap record with a
-// 16 KiB buffer: Recv, Send what came (looping on partial sends), Recv
-// again; end of stream or an error closes and frees it
-// (echo_connection.h). A sockperf connection is the same loop around a
-// StreamFramer: Recv, frame whole messages, Send the replies they ask for,
-// Recv again (sockperf_tcp_connection.h).
+// Design. Every acceptor and every connection is a coroutine
+// (runtime/coro/): one accept loop per worker, started inline by a start-up
+// task on that worker (ThreadPool::SpawnInline), so its Accepts go through
+// that worker's reactor; each connection it accepts is a coroutine started
+// inline there too, and since an I/O completion resumes its coroutine on the
+// worker that started the operation, connections spread over the workers
+// as the kernel hands them to the pending accepts, with no locking between
+// workers on the data path. An echo connection receives into a 16 KiB
+// buffer in its frame, sends back what came, receives again; end of stream
+// or an error ends it (echo_connection.h). A sockperf connection is the
+// same loop around a StreamFramer: receive, frame whole messages, send the
+// replies they ask for, receive again (sockperf_tcp_connection.h).
 //
 // Shutdown. main() blocks SIGINT and SIGTERM before the pool starts (the
 // workers inherit the mask) and waits for them in sigwait(). Then: stop the
@@ -36,15 +37,15 @@
 // completes every pending Accept with an error), shutdown() every open
 // connection (their pending Recv and Send complete), wait until no connection
 // and no acceptor is left, shut the pool down, print its statistics and the
-// totals. Nothing is in flight when the pool stops, so no callback is dropped
-// by a reactor's destructor.
+// totals. Nothing is in flight when the pool stops (and were it, the pool
+// would end it with -ECANCELED, so each coroutine would still finish).
 //
 // Limits. At start-up the soft limit on open files is raised to the hard
 // limit (RLIMIT_NOFILE), as Go's runtime does since Go 1.19: each connection
 // holds a descriptor, and the usual soft limit of 1024 (kept low for
 // programs that still use select(), which this one does not) stops a server
 // near a thousand connections. Past the hard limit, accept fails with
-// EMFILE and the acceptor retries after kAcceptRetryNs.
+// EMFILE and the acceptor retries after kAcceptRetry.
 //
 // Exit status: 0 after a clean shutdown; 1 if the server could not start or
 // connections were still open when the drain timed out; 2 on a bad flag.
@@ -81,6 +82,8 @@
 #include "examples/echo_connection.h"
 #include "examples/sockperf_tcp_connection.h"
 #include "examples/sockperf_udp_server.h"
+#include "runtime/coro/async_io.h"
+#include "runtime/coro/task.h"
 #include "runtime/io/io_backend.h"
 #include "runtime/pool_io.h"
 #include "runtime/pool_stats.h"
@@ -103,7 +106,7 @@ constexpr absl::Duration kSpreadTimeout = absl::Seconds(1);
 
 // Pause before accepting again after a failure that may pass by itself
 // (EMFILE, ENFILE, ENOBUFS, ENOMEM), instead of spinning on it.
-constexpr int64_t kAcceptRetryNs = 10 * 1000 * 1000;
+constexpr absl::Duration kAcceptRetry = absl::Milliseconds(10);
 
 // --workers above this is taken for a typo; the pool itself has no limit.
 constexpr int kMaxWorkers = 1024;
@@ -253,13 +256,14 @@ class EchoServer final : public haltpool::examples::ConnectionOwner {
   haltpool::examples::ConnectionTotals& totals() override { return totals_; }
 
  private:
-  struct Acceptor;
+  // One worker's accept loop.
+  haltpool::Task<void> AcceptLoop();
 
   // The body of each start-up task.
   void StartOnWorker(int workers);
-  // Takes a freshly accepted `fd`: serves it on `io`'s worker, or closes it
-  // if the server is stopping.
-  void Serve(haltpool::PoolIo io, int fd);
+  // Takes a freshly accepted `fd`: serves it on the calling worker, or
+  // closes it if the server is stopping.
+  void Serve(int fd);
   void AcceptorEnded();
   bool stopping() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -286,42 +290,29 @@ class EchoServer final : public haltpool::examples::ConnectionOwner {
   std::string backend_;                 // Guarded by mu_.
 };
 
-// Accepts connections on one worker until the listening socket fails.
-struct EchoServer::Acceptor {
-  EchoServer* server;
-  haltpool::PoolIo io;
-
-  void Next() {
-    io.Accept(server->listen_fd_, [this](int result) { OnAccept(result); });
-  }
-
-  void OnAccept(int result) {
-    if (result >= 0) server->Serve(io, result);
-    if (server->stopping() || result == -EINVAL || result == -EBADF) {
-      End();  // Stop shut the listening socket down, or it is gone.
-    } else if (result == -EMFILE || result == -ENFILE || result == -ENOBUFS ||
-               result == -ENOMEM) {
+// Accepts connections on the calling worker until the listening socket
+// fails, and starts each connection's coroutine here, on this worker.
+haltpool::Task<void> EchoServer::AcceptLoop() {
+  haltpool::AsyncIo io(*pool_);
+  for (;;) {
+    const int result = co_await io.Accept(listen_fd_);
+    if (result >= 0) Serve(result);
+    if (stopping() || result == -EINVAL || result == -EBADF ||
+        result == -ECANCELED) {
+      break;  // Stop shut the listening socket down, or it is gone.
+    }
+    if (result == -EMFILE || result == -ENFILE || result == -ENOBUFS ||
+        result == -ENOMEM) {
       fprintf(stderr, "echo_server: accept: %s; retrying in %lld ms\n",
               strerror(-result),
-              static_cast<long long>(kAcceptRetryNs / 1000000));
-      io.Timeout(kAcceptRetryNs, [this](int) {
-        if (server->stopping()) {
-          End();
-        } else {
-          Next();
-        }
-      });
-    } else {
-      Next();  // A connection, or one that was aborted before we took it.
+              static_cast<long long>(absl::ToInt64Milliseconds(kAcceptRetry)));
+      co_await io.Timeout(kAcceptRetry);
+      if (stopping()) break;
     }
+    // Else a connection, or one that was aborted before we took it.
   }
-
-  void End() {
-    EchoServer* s = server;
-    delete this;
-    s->AcceptorEnded();
-  }
-};
+  AcceptorEnded();
+}
 
 absl::StatusOr<std::string> EchoServer::Start() {
   const int workers = pool_->size();
@@ -351,7 +342,7 @@ void EchoServer::StartOnWorker(int workers) {
   }
   absl::StatusOr<haltpool::PoolIo> io = pool_->Io();
   const int worker = haltpool::ThreadPool::CurrentWorkerIndex();
-  Acceptor* acceptor = nullptr;
+  bool accept_here = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!io.ok()) {
@@ -360,16 +351,17 @@ void EchoServer::StartOnWorker(int workers) {
       worker_accepting_[worker] = true;
       backend_ = std::string(io->backend());
       ++acceptors_;
-      acceptor = new Acceptor{this, *io};
+      accept_here = true;
     }
   }
-  if (acceptor != nullptr) acceptor->Next();
+  // Started here, it issues its first Accept on this worker's reactor.
+  if (accept_here) pool_->SpawnInline(AcceptLoop()).IgnoreError();
   std::lock_guard<std::mutex> lock(mu_);
   ++started_;
   changed_.notify_all();
 }
 
-void EchoServer::Serve(haltpool::PoolIo io, int fd) {
+void EchoServer::Serve(int fd) {
   bool refused = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -384,11 +376,13 @@ void EchoServer::Serve(haltpool::PoolIo io, int fd) {
     return;
   }
   // Registered: from now on only the connection itself closes `fd`.
-  if (protocol_ == Protocol::kSockperf) {
-    haltpool::sockperf::ServeSockperfConnection(io, fd, this);
-  } else {
-    haltpool::examples::ServeEchoConnection(io, fd, this);
-  }
+  // Started inline: its first Recv goes out from this worker at once.
+  pool_
+      ->SpawnInline(
+          protocol_ == Protocol::kSockperf
+              ? haltpool::sockperf::SockperfConnection(*pool_, fd, this)
+              : haltpool::examples::EchoConnection(*pool_, fd, this))
+      .IgnoreError();
 }
 
 void EchoServer::CloseConnection(int fd) {

@@ -230,23 +230,51 @@ absl::Status ThreadPool::Spawn(TaskGroup& group, Task<void> task) {
   return SpawnIn(&group, std::move(task));
 }
 
-absl::Status ThreadPool::SpawnIn(TaskGroup* group, Task<void> task) {
-  if (!task) {
-    return absl::InvalidArgumentError(
-        "ThreadPool::Spawn: the task is empty (default-constructed or moved "
-        "from); pass a task a coroutine returned");
-  }
+namespace {
+
+absl::Status EmptyTaskError(absl::string_view call) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "ThreadPool::", call,
+      ": the task is empty (default-constructed or moved from); pass a task "
+      "a coroutine returned"));
+}
+
+}  // namespace
+
+Task<void>::Handle ThreadPool::Detach(TaskGroup* group,
+                                      Task<void> task) noexcept {
   Task<void>::Handle h = task.Release();
+  if (!h) return h;
   h.promise().set_spawned(this, group);
   // The group counts the coroutine until its end (EndSpawned), not the job
   // that first resumes it.
   if (group != nullptr) group->Add();
+  return h;
+}
+
+absl::Status ThreadPool::SpawnIn(TaskGroup* group, Task<void> task) {
+  Task<void>::Handle h = Detach(group, std::move(task));
+  if (!h) return EmptyTaskError("Spawn");
   absl::Status s = Enqueue(Job{[h] { h.resume(); }, nullptr});
   if (!s.ok()) {
     h.destroy();
     if (group != nullptr) group->Done();
   }
   return s;
+}
+
+absl::Status ThreadPool::SpawnInline(Task<void> task) {
+  return StartHere(Detach(nullptr, std::move(task)));
+}
+
+absl::Status ThreadPool::SpawnInline(TaskGroup& group, Task<void> task) {
+  return StartHere(Detach(&group, std::move(task)));
+}
+
+absl::Status ThreadPool::StartHere(Task<void>::Handle h) {
+  if (!h) return EmptyTaskError("SpawnInline");
+  h.resume();
+  return absl::OkStatus();
 }
 
 void ThreadPool::ReportException(std::exception_ptr e) noexcept {

@@ -124,6 +124,15 @@ class ThreadPool {
   absl::Status Spawn(Task<void> task);
   absl::Status Spawn(TaskGroup& group, Task<void> task);
 
+  // As Spawn, but starts `task` at once on the calling thread, where it runs
+  // until it first suspends: for a worker that hands a new connection to its
+  // own coroutine, whose first I/O then starts on this worker with no queue
+  // hop and no wake. From one of this pool's workers (the task's I/O uses
+  // the calling worker's reactor); never refused, shutdown included.
+  // InvalidArgument for an empty task.
+  absl::Status SpawnInline(Task<void> task);
+  absl::Status SpawnInline(TaskGroup& group, Task<void> task);
+
   // Returns when every task submitted to `group` has finished. On one of
   // this pool's workers it runs other tasks meanwhile (no deadlock when a
   // task waits for the tasks it spawned); elsewhere it blocks.
@@ -162,7 +171,12 @@ class ThreadPool {
   // Counts `e` against the calling worker (if on one) and hands it to the
   // exception handler: for an exception that escaped a spawned task.
   void ReportException(std::exception_ptr e) noexcept;
+  // Spawn and SpawnInline: `task`'s frame, made to report when it ends,
+  // counted in `group` if there is one; null for an empty task.
+  Task<void>::Handle Detach(TaskGroup* group, Task<void> task) noexcept;
   absl::Status SpawnIn(TaskGroup* group, Task<void> task);
+  // SpawnInline: runs the detached frame `h` until it first suspends.
+  absl::Status StartHere(Task<void>::Handle h);
   absl::Status Start();
   void WorkerMain(Worker& w);
   // Runs one queued task if there is one: due timers first, then the own
