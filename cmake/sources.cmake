@@ -32,6 +32,7 @@ set(HALTPOOL_SOURCES
   runtime/config.cc
   runtime/tunables.cc
   runtime/contention_monitor.cc
+  runtime/idle_retuner.cc
   runtime/cpu_quota.cc
   runtime/environment.cc
   runtime/idle_workers.cc
@@ -94,6 +95,7 @@ set(HALTPOOL_HEADERS
   runtime/config.h
   runtime/tunables.h
   runtime/contention_monitor.h
+  runtime/idle_retuner.h
   runtime/cpu_quota.h
   runtime/environment.h
   runtime/idle_workers.h
