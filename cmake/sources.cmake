@@ -161,6 +161,7 @@ set(HALTPOOL_TESTS
   tests/pool/pool_io_test.cc
   tests/pool/pool_memory_test.cc
   tests/pool/pool_placement_test.cc
+  tests/pool/set_idle_options_test.cc
   tests/pool/thread_pool_test.cc
   tests/runtime/config_probe_test.cc
   tests/runtime/config_test.cc
