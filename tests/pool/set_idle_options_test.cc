@@ -180,7 +180,7 @@ TEST(SetIdleOptions, BadValuesAreRefusedNamingThemAndNothingChanges) {
 
 TEST(SetIdleOptions, BlockThenPollIsSeenInTheWorkersIdleStatistics) {
   auto pool = MakePool(2);
-  ASSERT_TRUE(pool->SetIdleOptions(Governor("block")).ok());
+  ASSERT_TRUE(pool->SetIdleOptions({.governor = "block"}).ok());  // README's.
   ASSERT_TRUE(WaitForGeneration(*pool, 1));
   PoolStats before = pool->Stats();
   for (const WorkerStats& w : before.workers) {
