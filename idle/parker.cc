@@ -227,7 +227,7 @@ absl::Status Parker::SetOptions(const IdleOptions& options) {
   absl::StatusOr<std::unique_ptr<Governor>> governor = MakeGovernor(options);
   if (!governor.ok()) return governor.status();
   {
-    absl::MutexLock lock(retune_mu_.get());
+    std::lock_guard<std::mutex> lock(*retune_mu_);
     governor_.swap(*governor);
     states_ = MakeStateTable(options.block_exit_latency_ns,
                              options.block_target_residency_ns);
@@ -242,7 +242,7 @@ IdleStats Parker::Stats(absl::string_view label,
   st.label = std::string(label);
   st.driver = std::string(driver);
   {
-    absl::MutexLock lock(retune_mu_.get());
+    std::lock_guard<std::mutex> lock(*retune_mu_);
     st.governor = std::string(governor_->name());
     st.states = states_;
   }

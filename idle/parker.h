@@ -26,11 +26,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "arch/cycle_clock.h"
 #include "arch/futex.h"
 #include "arch/wait_mechanism.h"
@@ -177,8 +177,10 @@ class Parker {
 
   WakeWord* word_;
   // Written only by the owner, in SetOptions, under retune_mu_; so the owner
-  // reads them without it and Stats (any thread) reads them under it.
-  std::unique_ptr<absl::Mutex> retune_mu_ = std::make_unique<absl::Mutex>();
+  // reads them without it and Stats (any thread) reads them under it. A
+  // std::mutex (pthread's), which ThreadSanitizer sees; behind a pointer so
+  // the parker stays movable.
+  std::unique_ptr<std::mutex> retune_mu_ = std::make_unique<std::mutex>();
   std::unique_ptr<Governor> governor_;
   arch::WaitMechanism wait_;
   StateTable states_;

@@ -15,7 +15,7 @@ IdleRetuner::IdleRetuner(Config config) : config_(std::move(config)) {}
 absl::Status IdleRetuner::Change(
     const IdleChoices& change,
     absl::FunctionRef<void(const idle::IdleOptions&)> on_publish) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (change.wait) {
     const Tunable& wait = *FindTunable("HALTPOOL_WAIT");
     return absl::InvalidArgumentError(absl::StrCat(
@@ -52,13 +52,13 @@ absl::Status IdleRetuner::Change(
 }
 
 uint64_t IdleRetuner::Current(idle::IdleOptions& out) const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   out = config_.pool.idle;
   return generation_.load(std::memory_order_relaxed);
 }
 
 IdleOptionsStats IdleRetuner::Stats() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return stats_;
 }
 

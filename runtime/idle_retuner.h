@@ -10,12 +10,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "idle/idle_options.h"
 #include "runtime/config.h"
@@ -69,9 +68,10 @@ class IdleRetuner {
   IdleOptionsStats Stats() const;
 
  private:
-  mutable absl::Mutex mu_;
-  Config config_ ABSL_GUARDED_BY(mu_);  // Its idle options are the newest.
-  IdleOptionsStats stats_ ABSL_GUARDED_BY(mu_);
+  // A std::mutex (pthread's), not absl::Mutex: ThreadSanitizer sees it.
+  mutable std::mutex mu_;  // Guards config_ and stats_.
+  Config config_;          // Its idle options are the newest.
+  IdleOptionsStats stats_;
   // Written under mu_, after config_; read without it.
   std::atomic<uint64_t> generation_{0};
 };
