@@ -34,6 +34,7 @@ set(HALTPOOL_SOURCES
   runtime/contention_monitor.cc
   runtime/coro/async_io.cc
   runtime/coro/pool_awaiters.cc
+  runtime/idle_retuner.cc
   runtime/cpu_quota.cc
   runtime/environment.cc
   runtime/idle_workers.cc
@@ -100,6 +101,7 @@ set(HALTPOOL_HEADERS
   runtime/coro/pool_awaiters.h
   runtime/coro/sync_wait.h
   runtime/coro/task.h
+  runtime/idle_retuner.h
   runtime/cpu_quota.h
   runtime/environment.h
   runtime/idle_workers.h
@@ -167,6 +169,7 @@ set(HALTPOOL_TESTS
   tests/pool/pool_io_test.cc
   tests/pool/pool_memory_test.cc
   tests/pool/pool_placement_test.cc
+  tests/pool/set_idle_options_test.cc
   tests/pool/thread_pool_test.cc
   tests/runtime/config_probe_test.cc
   tests/runtime/config_test.cc

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "arch/cpu_wait.h"
 #include "idle/governor_registry.h"
 #include "idle/protocol_step.h"
@@ -215,14 +216,37 @@ IdleResult Parker::Park(int64_t deadline_ns, bool allow_poll,
   return IdleResult::kTimedOut;
 }
 
+absl::Status Parker::SetOptions(const IdleOptions& options) {
+  if (options.wait && *options.wait != wait_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "wait = ", arch::WaitMechanismName(*options.wait),
+        ": the wait mechanism is chosen once, when the parker is made; "
+        "accepted: unset or ",
+        arch::WaitMechanismName(wait_), " (the one in use)"));
+  }
+  absl::StatusOr<std::unique_ptr<Governor>> governor = MakeGovernor(options);
+  if (!governor.ok()) return governor.status();
+  {
+    std::lock_guard<std::mutex> lock(*retune_mu_);
+    governor_.swap(*governor);
+    states_ = MakeStateTable(options.block_exit_latency_ns,
+                             options.block_target_residency_ns);
+  }
+  counters_->SetWindow(governor_->poll_limit_ns());
+  return absl::OkStatus();  // The old governor goes with `governor`.
+}
+
 IdleStats Parker::Stats(absl::string_view label,
                         absl::string_view driver) const {
   IdleStats st;
   st.label = std::string(label);
   st.driver = std::string(driver);
-  st.governor = std::string(governor_->name());
+  {
+    std::lock_guard<std::mutex> lock(*retune_mu_);
+    st.governor = std::string(governor_->name());
+    st.states = states_;
+  }
   st.wait = std::string(arch::WaitMechanismName(wait_));
-  st.states = states_;
   counters_->Snapshot(st);
   st.wakes = word_->wake_stats();
   return st;

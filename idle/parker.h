@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
 
@@ -134,11 +135,23 @@ class Parker {
                   bool allow_poll = true, ExternalWait* external = nullptr,
                   int64_t poll_cap_ns = kUnlimitedPollNs) noexcept;
 
+  // Idles under `options` from the next Park on: a new governor made from
+  // them (it starts afresh, as the kernel's does when cpuidle's governor is
+  // switched: haltpoll's window is 0 again) and the block state's costs
+  // from them. The counters go on. The wait mechanism is the one Create
+  // chose and cannot change: `options.wait` must be unset or name it.
+  // Fails, changing nothing, with InvalidArgument as ValidateIdleOptions,
+  // or naming the wait mechanism. The wake word and its protocol are not
+  // touched: a wake pending now is taken by the next Park. Only the owning
+  // thread, between Parks; allocates (the governor), so not a hot path.
+  absl::Status SetOptions(const IdleOptions& options);
+
   // The statistics so far. Any thread, though counters of a Park in
   // progress may be one period behind.
   IdleStats Stats(absl::string_view label, absl::string_view driver) const;
 
   arch::WaitMechanism wait_mechanism() const noexcept { return wait_; }
+  // The governor in use; SetOptions replaces it. Only the owning thread.
   const Governor& governor() const noexcept { return *governor_; }
 
  private:
@@ -163,6 +176,11 @@ class Parker {
   void Consume() noexcept;
 
   WakeWord* word_;
+  // Written only by the owner, in SetOptions, under retune_mu_; so the owner
+  // reads them without it and Stats (any thread) reads them under it. A
+  // std::mutex (pthread's), which ThreadSanitizer sees; behind a pointer so
+  // the parker stays movable.
+  std::unique_ptr<std::mutex> retune_mu_ = std::make_unique<std::mutex>();
   std::unique_ptr<Governor> governor_;
   arch::WaitMechanism wait_;
   StateTable states_;

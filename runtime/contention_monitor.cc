@@ -72,8 +72,9 @@ void ContentionMonitor::MaybeSample(int64_t now_ns, int pollers,
 }
 
 int64_t ContentionMonitor::PollCapNs() const noexcept {
-  return idle::PollBackoff::CapAtLevel(level_.load(std::memory_order_relaxed),
-                                       governor_cap_ns_);
+  return idle::PollBackoff::CapAtLevel(
+      level_.load(std::memory_order_relaxed),
+      governor_cap_ns_.load(std::memory_order_relaxed));
 }
 
 BackoffStats ContentionMonitor::Stats() const {
@@ -85,7 +86,8 @@ BackoffStats ContentionMonitor::Stats() const {
   s.backed_off = backoff_.backed_off();
   s.recovered = backoff_.recovered();
   s.last = backoff_.last();
-  s.poll_cap_ns = idle::PollBackoff::CapAtLevel(s.level, governor_cap_ns_);
+  s.poll_cap_ns = idle::PollBackoff::CapAtLevel(
+      s.level, governor_cap_ns_.load(std::memory_order_relaxed));
   return s;
 }
 

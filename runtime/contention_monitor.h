@@ -61,8 +61,14 @@ class ContentionMonitor {
                    bool& polled);
 
   // The cap for each poll now (kUnlimitedPollNs: none; 0: do not poll).
-  // One atomic load. Any thread.
+  // Two relaxed atomic loads. Any thread.
   int64_t PollCapNs() const noexcept;
+
+  // Backing off now shrinks `governor_cap_ns` (the poll cap changed at run
+  // time). Relaxed: a park that read the old cap uses it once. Any thread.
+  void SetGovernorCapNs(int64_t governor_cap_ns) noexcept {
+    governor_cap_ns_.store(governor_cap_ns, std::memory_order_relaxed);
+  }
 
   BackoffStats Stats() const;
 
@@ -71,7 +77,7 @@ class ContentionMonitor {
 
   const bool enabled_;
   const int64_t usable_cpus_;
-  const int64_t governor_cap_ns_;
+  std::atomic<int64_t> governor_cap_ns_;
   const std::function<idle::ContentionSample()> probe_;
   std::atomic<int64_t> next_sample_ns_{0};
   std::atomic<int> level_{0};

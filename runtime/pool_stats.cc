@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 
 namespace haltpool {
 
@@ -13,6 +14,15 @@ std::string FormatCalibration(const idle::Calibration& c) {
       c.cross_cpu ? " across two CPUs" : "", c.took_ns / 1e6);
   if (!c.note.empty()) absl::StrAppend(&out, "; ", c.note);
   return out;
+}
+
+std::string FormatIdleOptionsChanges(const IdleOptionsStats& s) {
+  if (s.changes == 0) return "as started";
+  return absl::StrCat(s.changes, s.changes == 1 ? " change" : " changes",
+                      ", last at ",
+                      absl::FormatTime("%Y-%m-%d %H:%M:%E3S UTC",
+                                       s.last_change_at, absl::UTCTimeZone()),
+                      ": ", s.last_change);
 }
 
 namespace {
@@ -44,13 +54,16 @@ std::string FormatPoolStatsText(const PoolStats& stats) {
                         w.io_note,
                         w.io_setup.empty() ? "" : " ; task work: ", w.io_setup),
         w.io_backend.empty() ? "" : FormatIoCounts(w.io),
+        absl::StrFormat("Idle options: generation %u\n",
+                        w.idle_options_generation),
         absl::StrFormat("Placement: cpu %d, NUMA node %d\n\n", w.cpu,
                         w.numa_node));
   }
-  absl::StrAppend(&out,
-                  "Timers cancelled at shutdown: ", stats.timers_cancelled,
-                  "\n", "Calibration: ", FormatCalibration(stats.calibration),
-                  "\n", "Back-off: ", FormatBackoff(stats.backoff), "\n");
+  absl::StrAppend(
+      &out, "Timers cancelled at shutdown: ", stats.timers_cancelled, "\n",
+      "Calibration: ", FormatCalibration(stats.calibration), "\n",
+      "Back-off: ", FormatBackoff(stats.backoff), "\n",
+      "Idle options: ", FormatIdleOptionsChanges(stats.idle_options), "\n");
   return out;
 }
 
@@ -72,6 +85,12 @@ std::string FormatPoolStatsJson(const PoolStats& stats) {
       stats.backoff.poll_cap_ns == idle::kUnlimitedPollNs
           ? std::string("null")
           : absl::StrCat(stats.backoff.poll_cap_ns),
+      "},\"idle_options\":{\"changes\":", stats.idle_options.changes,
+      ",\"last_change_at_unix_ns\":",
+      stats.idle_options.changes == 0
+          ? std::string("null")
+          : absl::StrCat(absl::ToUnixNanos(stats.idle_options.last_change_at)),
+      ",\"last_change\":", idle::JsonString(stats.idle_options.last_change),
       "},\"workers\":[");
   for (size_t i = 0; i < stats.workers.size(); ++i) {
     const WorkerStats& w = stats.workers[i];
@@ -80,16 +99,17 @@ std::string FormatPoolStatsJson(const PoolStats& stats) {
         absl::StrFormat(
             "{\"index\":%d,\"cpu\":%d,\"numa_node\":%d,"
             "\"tasks_run\":%u,\"tasks_stolen\":%u,\"exceptions\":%u,"
+            "\"idle_options_generation\":%u,"
             "\"io_backend\":%s,\"io_setup\":%s,\"io_callbacks\":%u,"
             "\"io_wakes\":{\"polled\":%u,\"posted\":%u,"
             "\"woke\":%u},\"io_queues\":{\"cq_overflows\":%u,"
             "\"cqes_dropped\":%u,\"retries\":%u},\"idle\":%s}",
             w.index, w.cpu, w.numa_node, w.tasks_run, w.tasks_stolen,
-            w.exceptions, idle::JsonString(w.io_backend),
-            idle::JsonString(w.io_setup), w.io.callbacks, w.io.polled,
-            w.io.posted, w.io.woke, w.io.reactor.cq_overflows,
-            w.io.reactor.cqes_dropped, w.io.reactor.retries,
-            idle::FormatJson(w.idle)));
+            w.exceptions, w.idle_options_generation,
+            idle::JsonString(w.io_backend), idle::JsonString(w.io_setup),
+            w.io.callbacks, w.io.polled, w.io.posted, w.io.woke,
+            w.io.reactor.cq_overflows, w.io.reactor.cqes_dropped,
+            w.io.reactor.retries, idle::FormatJson(w.idle)));
   }
   absl::StrAppend(&out, "]}");
   return out;

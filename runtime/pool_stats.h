@@ -13,6 +13,7 @@
 #include "idle/governor.h"
 #include "idle/idle_stats.h"
 #include "runtime/contention_monitor.h"
+#include "runtime/idle_retuner.h"
 #include "runtime/worker_io.h"
 
 namespace haltpool {
@@ -25,10 +26,13 @@ struct WorkerStats {
   uint64_t tasks_run = 0;
   uint64_t tasks_stolen = 0;  // Of tasks_run, taken from another worker.
   uint64_t exceptions = 0;    // Tasks (and I/O callbacks) that threw.
-  WorkerIoCounts io;          // How its I/O completions reached it.
-  std::string io_backend;     // "io_uring", "epoll", "" if never used.
-  std::string io_note;        // Why that backend ("epoll: io_uring_setup ...").
-  std::string io_setup;       // How it was set up ("coop (COOP_TASKRUN|...)").
+  // The idle options it runs with: 0 as the pool started, else the
+  // ThreadPool::SetIdleOptions change it applied last.
+  uint64_t idle_options_generation = 0;
+  WorkerIoCounts io;       // How its I/O completions reached it.
+  std::string io_backend;  // "io_uring", "epoll", "" if never used.
+  std::string io_note;     // Why that backend ("epoll: io_uring_setup ...").
+  std::string io_setup;    // How it was set up ("coop (COOP_TASKRUN|...)").
 };
 
 struct PoolStats {
@@ -39,7 +43,8 @@ struct PoolStats {
   // measured when the first pool started; measured is false when nothing was
   // calibrated (note says why).
   idle::Calibration calibration;
-  BackoffStats backoff;  // The poll back-off under contention.
+  BackoffStats backoff;           // The poll back-off under contention.
+  IdleOptionsStats idle_options;  // ThreadPool::SetIdleOptions changes.
 };
 
 // "block wake 14.2 us, poll wake 0.31 us (200 round trips, 6.1 ms)", or
@@ -49,6 +54,10 @@ std::string FormatCalibration(const idle::Calibration& calibration);
 // Every worker in the layout of `cpupower idle-info`, each followed by its
 // task counters.
 std::string FormatPoolStatsText(const PoolStats& stats);
+
+// "as started", or "2 changes, last at 2025-03-01 12:00:00.123 UTC:
+// HALTPOOL_GOVERNOR=poll".
+std::string FormatIdleOptionsChanges(const IdleOptionsStats& stats);
 
 // One JSON object: {"timers_cancelled":..,"workers":[{..,"idle":{..}}]}.
 std::string FormatPoolStatsJson(const PoolStats& stats);

@@ -52,6 +52,8 @@ struct ThreadPool::Worker {
   std::atomic<uint64_t> tasks_run{0};
   std::atomic<uint64_t> tasks_stolen{0};
   std::atomic<uint64_t> exceptions{0};
+  // The idle options' generation its parker runs with (IdleRetuner).
+  std::atomic<uint64_t> idle_generation{0};
   std::vector<TaskFn> due;  // Scratch for timers that fell due.
   std::thread thread;
   WorkerIo io;  // Made on first use by this worker's tasks.
@@ -92,6 +94,7 @@ absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(Config config) {
   if (config.display_env) absl::FPrintF(stderr, "%s", DisplayEnv(config));
   std::unique_ptr<ThreadPool> pool(new ThreadPool(config.pool));
   pool->calibration_ = std::move(calibration);
+  pool->retuner_ = std::make_unique<IdleRetuner>(std::move(config));
   if (absl::Status s = pool->Start(); !s.ok()) return s;
   return pool;
 }
@@ -352,7 +355,35 @@ bool ThreadPool::RunOne(Worker& w) {
   return true;
 }
 
+void ThreadPool::ApplyIdleOptions(Worker& w) {
+  idle::IdleOptions options;
+  const uint64_t generation = retuner_->Current(options);
+  // Checked by SetIdleOptions; only an allocation can fail here.
+  if (absl::Status s = w.parker->SetOptions(options); !s.ok()) {
+    absl::FPrintF(stderr, "haltpool: worker %d keeps its idle options: %s\n",
+                  w.index, s.message());
+  }
+  w.idle_generation.store(generation, std::memory_order_relaxed);
+}
+
+absl::Status ThreadPool::SetIdleOptions(const IdleChoices& change) {
+  absl::Status s = retuner_->Change(change, [&](const idle::IdleOptions& o) {
+    contention_->SetGovernorCapNs(o.haltpoll.poll_ns);
+  });
+  if (!s.ok()) return s;
+  // A wake ends the idle period it lands in; the next one applies the
+  // options (IdleOnce). The generation was published before this release.
+  for (auto& w : workers_) w->word.Unpark();
+  return s;
+}
+
 void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
+  // Options changed since this worker's last idle period: one acquire load,
+  // outside the handshake with Enqueue, while the worker is not announced.
+  if (retuner_->generation() !=
+      w.idle_generation.load(std::memory_order_relaxed)) {
+    ApplyIdleOptions(w);
+  }
   // The handshake with Enqueue: announce, then look at the queues again.
   if (!idle_workers_->AnnounceThenRecheck(w.index, [&] {
         return HasWork() ||
@@ -471,6 +502,7 @@ PoolStats ThreadPool::Stats() const {
   stats.max_pollers = idle_workers_ ? idle_workers_->max_pollers() : 0;
   stats.calibration = calibration_;
   stats.backoff = contention_->Stats();
+  stats.idle_options = retuner_->Stats();
   for (const auto& w : workers_) {
     WorkerStats ws;
     ws.index = w->index;
@@ -480,6 +512,8 @@ PoolStats ThreadPool::Stats() const {
     ws.tasks_run = w->tasks_run.load(std::memory_order_relaxed);
     ws.tasks_stolen = w->tasks_stolen.load(std::memory_order_relaxed);
     ws.exceptions = w->exceptions.load(std::memory_order_relaxed);
+    ws.idle_options_generation =
+        w->idle_generation.load(std::memory_order_relaxed);
     ws.io = w->io.counts();
     if (w->io.made()) {
       ws.io_backend = w->io.backend();

@@ -26,6 +26,7 @@
 #include "runtime/coro/pool_awaiters.h"
 #include "runtime/coro/task.h"
 #include "runtime/environment.h"
+#include "runtime/idle_retuner.h"
 #include "runtime/idle_workers.h"
 #include "runtime/pool_io.h"
 #include "runtime/pool_options.h"
@@ -158,6 +159,23 @@ class ThreadPool {
   // A snapshot of every worker's statistics. Any thread.
   PoolStats Stats() const;
 
+  // Changes how the workers idle while the pool runs, as writing the
+  // kernel's haltpoll module parameters does: the fields `change` sets
+  // (governor, the poll cap poll_ns, haltpoll's grow, grow_start, shrink,
+  // allow_shrink, fixed_poll_ns, the block state's costs) go over the
+  // options in use, and win over the HALTPOOL_* variables the pool started
+  // with. `wait` cannot change (the poll loop's instruction is chosen once):
+  // a set value is refused. Checked as PoolOptions are at Create; on error,
+  // InvalidArgument naming the field, its variable, the value and what is
+  // accepted, and nothing changes. On success each worker makes a new
+  // governor from the new options at the start of its next idle period
+  // (learned windows start again); idle workers are woken once so that they
+  // apply it now (counted among their wakes), busy ones apply it when they
+  // next idle. PoolStats::idle_options counts the changes and each worker's
+  // idle_options_generation says which it runs with. Any thread, any number
+  // at once (they apply in one order); takes a lock.
+  absl::Status SetIdleOptions(const IdleChoices& change);
+
   // The index of the calling worker in its pool, or -1 off the pool.
   static int CurrentWorkerIndex() noexcept;
 
@@ -185,6 +203,8 @@ class ThreadPool {
   void Run(Worker& w, Job& job);
   // One idle period: announce, re-check, park, retire.
   void IdleOnce(Worker& w, bool stop_ends_idle);
+  // Gives `w`'s parker the newest idle options (SetIdleOptions).
+  void ApplyIdleOptions(Worker& w);
   bool HasWork() const noexcept;
   // True if the earliest timer is due.
   bool TimerDue() const noexcept;
@@ -201,6 +221,7 @@ class ThreadPool {
   TaskQueue injection_;
   TimerQueue timers_;
   std::unique_ptr<IdleWorkers> idle_workers_;  // Made in Start.
+  std::unique_ptr<IdleRetuner> retuner_;       // The newest idle options.
   std::atomic<int> timer_keeper_{-1};  // The worker parked until a timer.
   std::atomic<bool> accepting_{false};
   std::atomic<int> submitting_{0};  // Submits between check and push.

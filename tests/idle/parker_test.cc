@@ -58,7 +58,8 @@ constexpr int64_t kHangNs = 10 * kSecond;
 // machine or qemu; it bounds nothing but test time.
 constexpr int64_t kSettleMs = 50;
 
-const char* const kGovernors[] = {"haltpoll", "predictive", "poll", "block", "fixed"};
+const char* const kGovernors[] = {"haltpoll", "predictive", "poll", "block",
+                                  "fixed"};
 
 int64_t Now() { return arch::MonotonicNowNs(); }
 
@@ -147,6 +148,79 @@ TEST(ParkerCreate, RejectsWaitMechanismsTheCpuLacks) {
   }
   // Every backend lacks the other architectures' instructions.
   EXPECT_GT(rejected, 0);
+}
+
+TEST(ParkerSetOptions, TheNextParkUsesTheNewGovernorAndStates) {
+  WakeWord word;
+  absl::StatusOr<Parker> p = Parker::Create(word, Options("block"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->Park(Now() + kMs), IdleResult::kTimedOut);
+  EXPECT_EQ(p->Stats("w", "d").per_state[kPollState].usage, 0u);
+  IdleOptions o = Options("poll");
+  o.block_exit_latency_ns = 1500;
+  o.block_target_residency_ns = 3500;
+  ASSERT_TRUE(p->SetOptions(o).ok());
+  EXPECT_EQ(p->governor().name(), "poll");
+  EXPECT_EQ(p->Park(Now() + kMs), IdleResult::kTimedOut);
+  const IdleStats st = p->Stats("w", "d");
+  EXPECT_EQ(st.governor, "poll");
+  EXPECT_GE(st.per_state[kPollState].usage, 1u);
+  EXPECT_EQ(st.per_state[kBlockState].usage, 1u);  // The counters go on.
+  EXPECT_EQ(st.states[kBlockState].exit_latency_ns, 1500);
+  EXPECT_EQ(st.states[kBlockState].target_residency_ns, 3500);
+  // A wake pending across the change is taken by the next Park.
+  word.Unpark();
+  ASSERT_TRUE(p->SetOptions(Options("haltpoll")).ok());
+  EXPECT_EQ(p->Park(Now() + kMs), IdleResult::kWoken);
+}
+
+TEST(ParkerSetOptions, RefusesBadOptionsAndAnotherWaitChangingNothing) {
+  WakeWord word;
+  absl::StatusOr<Parker> p = Parker::Create(word, Options("fixed"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  IdleOptions o = Options("poll");
+  o.haltpoll.grow = 0;
+  absl::Status s = p->SetOptions(o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("haltpoll.grow = 0"));
+  for (arch::WaitMechanism m : arch::kAllWaitMechanisms) {
+    if (m == p->wait_mechanism()) continue;
+    s = p->SetOptions(Options("poll", m));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << WaitName(m);
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr(absl::StrCat("wait = ", WaitName(m))));
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr(absl::StrCat("accepted: unset or ",
+                                       WaitName(p->wait_mechanism()))));
+  }
+  EXPECT_EQ(p->governor().name(), "fixed");
+  EXPECT_EQ(p->Stats("w", "d").governor, "fixed");
+  // Naming the mechanism in use is no change of it.
+  EXPECT_TRUE(p->SetOptions(Options("poll", p->wait_mechanism())).ok());
+  EXPECT_EQ(p->governor().name(), "poll");
+}
+
+TEST(ParkerSetOptions, StatsOnAnotherThreadWhileTheOwnerRetunes) {
+  // For the sanitizers: Stats reads the governor and the state table while
+  // the owner replaces them between parks.
+  WakeWord word;
+  absl::StatusOr<Parker> p = Parker::Create(word, Options("haltpoll"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    while (!done.load()) {
+      const std::string g = p->Stats("w", "d").governor;
+      ASSERT_TRUE(IsGovernorName(g)) << g;
+    }
+  });
+  const char* names[] = {"haltpoll", "predictive", "poll", "block", "fixed"};
+  for (int i = 0; i < 500; ++i) {
+    ASSERT_TRUE(p->SetOptions(Options(names[i % 5])).ok());
+    word.Unpark();
+    EXPECT_EQ(p->Park(Now() + kMs), IdleResult::kWoken);
+  }
+  done.store(true);
+  reader.join();
 }
 
 // --- Per governor, every supported wait mechanism

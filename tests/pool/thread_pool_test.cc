@@ -311,6 +311,19 @@ TEST(PoolStatsFormat, TextAndJsonCarryEveryWorker) {
   EXPECT_NE(text.find("Timers cancelled at shutdown: 0"), std::string::npos)
       << text;
   EXPECT_NE(text.find("Calibration: block wake "), std::string::npos) << text;
+  // SetIdleOptions changes (tests/pool/set_idle_options_test.cc has more).
+  EXPECT_NE(text.find("Idle options: generation 0\nPlacement: "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Idle options: as started\n"), std::string::npos) << text;
+  EXPECT_NE(json.find(",\"exceptions\":0,\"idle_options_generation\":0,"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("},\"idle_options\":{\"changes\":0,"
+                      "\"last_change_at_unix_ns\":null,\"last_change\":\"\"},"
+                      "\"workers\":["),
+            std::string::npos)
+      << json;
 }
 
 TEST(PoolCalibration, TheMeasuredWakeCostIsTheBlockStatesExitLatency) {
