@@ -39,6 +39,7 @@ set(HALTPOOL_SOURCES
   runtime/io/event_waker.cc
   runtime/io/io_backend.cc
   runtime/io/uring_reactor.cc
+  runtime/pool_metrics.cc
   runtime/pool_stats.cc
   runtime/task_group.cc
   runtime/task_queue.cc
@@ -106,6 +107,7 @@ set(HALTPOOL_HEADERS
   runtime/io/uring_reactor.h
   runtime/pool_io.h
   runtime/pool_options.h
+  runtime/pool_metrics.h
   runtime/pool_stats.h
   runtime/task_fn.h
   runtime/task_group.h
