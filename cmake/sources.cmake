@@ -158,8 +158,10 @@ set(HALTPOOL_TESTS
   tests/io/io_reactor_test.cc
   tests/io/uring_reactor_test.cc
   tests/pool/idle_workers_test.cc
+  tests/pool/openmetrics_parser_test.cc
   tests/pool/pool_io_test.cc
   tests/pool/pool_memory_test.cc
+  tests/pool/pool_metrics_test.cc
   tests/pool/pool_placement_test.cc
   tests/pool/thread_pool_test.cc
   tests/runtime/config_probe_test.cc
@@ -176,7 +178,15 @@ set(HALTPOOL_TEST_SUPPORT
   tests/idle/fake_clock.h
   tests/examples/server_process.h
   tests/idle/fake_external_wait.h
+  tests/pool/openmetrics_parser.h
   tests/runtime/config_probe.cc
+)
+
+# The sources of the tests' helper libraries (every cc_library under tests/
+# outside tests/torture/ that has sources), built as one static library that
+# the tests needing it link.
+set(HALTPOOL_TEST_LIBRARY
+  tests/pool/openmetrics_parser.cc
 )
 
 # The examples: one program each.
