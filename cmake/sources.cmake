@@ -201,6 +201,8 @@ set(HALTPOOL_EXAMPLE_LIBRARY
   examples/connection_owner.h
   examples/echo_connection.cc
   examples/echo_connection.h
+  examples/metrics_endpoint.cc
+  examples/metrics_endpoint.h
   examples/sockperf_protocol.cc
   examples/sockperf_protocol.h
   examples/sockperf_tcp_connection.cc
