@@ -139,6 +139,7 @@ set(HALTPOOL_TESTS
   tests/docs/variables_table_test.cc
   tests/examples/echo_load_test.cc
   tests/examples/echo_server_test.cc
+  tests/examples/metrics_endpoint_test.cc
   tests/examples/sockperf_protocol_test.cc
   tests/examples/sockperf_server_test.cc
   tests/faults/futex_faults_test.cc

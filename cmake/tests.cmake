@@ -26,12 +26,14 @@ set(args_config_probe_test $<TARGET_FILE:config_probe>)
 set(args_echo_load_test $<TARGET_FILE:echo_server>)
 set(args_echo_server_test $<TARGET_FILE:echo_server>)
 set(args_sockperf_server_test $<TARGET_FILE:echo_server>)
+set(args_metrics_endpoint_test $<TARGET_FILE:echo_server>)
 
 # Tests of examples/ pieces link their library as well.
 set(libs_sockperf_protocol_test haltpool_examples)
 set(libs_sockperf_server_test haltpool_examples)
 set(libs_openmetrics_parser_test haltpool_test_library)
 set(libs_pool_metrics_test haltpool_test_library)
+set(libs_metrics_endpoint_test haltpool_examples haltpool_test_library)
 
 foreach(src IN LISTS HALTPOOL_TESTS)
   get_filename_component(name ${src} NAME_WE)
