@@ -35,10 +35,6 @@ std::string TakeName(absl::string_view& s, bool colon) {
   return name;
 }
 
-bool IsMetricName(absl::string_view s) {
-  return !TakeName(s, /*colon=*/true).empty() && s.empty();
-}
-
 // Unescapes `s` (help text, or a label value without its quotes): only
 // \\, \" and \n are escapes. False on any other backslash.
 bool Unescape(absl::string_view s, std::string* out) {
