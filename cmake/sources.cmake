@@ -42,6 +42,7 @@ set(HALTPOOL_SOURCES
   runtime/io/event_waker.cc
   runtime/io/io_backend.cc
   runtime/io/uring_reactor.cc
+  runtime/pool_metrics.cc
   runtime/pool_stats.cc
   runtime/task_group.cc
   runtime/task_queue.cc
@@ -114,6 +115,7 @@ set(HALTPOOL_HEADERS
   runtime/io/uring_reactor.h
   runtime/pool_io.h
   runtime/pool_options.h
+  runtime/pool_metrics.h
   runtime/pool_stats.h
   runtime/task_fn.h
   runtime/task_group.h
@@ -146,6 +148,7 @@ set(HALTPOOL_TESTS
   tests/examples/coro_hello_test.cc
   tests/examples/echo_load_test.cc
   tests/examples/echo_server_test.cc
+  tests/examples/metrics_endpoint_test.cc
   tests/examples/sockperf_protocol_test.cc
   tests/examples/sockperf_server_test.cc
   tests/faults/futex_faults_test.cc
@@ -166,8 +169,10 @@ set(HALTPOOL_TESTS
   tests/io/uring_reactor_test.cc
   tests/pool/coro_test.cc
   tests/pool/idle_workers_test.cc
+  tests/pool/openmetrics_parser_test.cc
   tests/pool/pool_io_test.cc
   tests/pool/pool_memory_test.cc
+  tests/pool/pool_metrics_test.cc
   tests/pool/pool_placement_test.cc
   tests/pool/set_idle_options_test.cc
   tests/pool/thread_pool_test.cc
@@ -185,7 +190,15 @@ set(HALTPOOL_TEST_SUPPORT
   tests/idle/fake_clock.h
   tests/examples/server_process.h
   tests/idle/fake_external_wait.h
+  tests/pool/openmetrics_parser.h
   tests/runtime/config_probe.cc
+)
+
+# The sources of the tests' helper libraries (every cc_library under tests/
+# outside tests/torture/ that has sources), built as one static library that
+# the tests needing it link.
+set(HALTPOOL_TEST_LIBRARY
+  tests/pool/openmetrics_parser.cc
 )
 
 # The examples: one program each.
@@ -201,6 +214,8 @@ set(HALTPOOL_EXAMPLE_LIBRARY
   examples/connection_owner.h
   examples/echo_connection.cc
   examples/echo_connection.h
+  examples/metrics_endpoint.cc
+  examples/metrics_endpoint.h
   examples/sockperf_protocol.cc
   examples/sockperf_protocol.h
   examples/sockperf_tcp_connection.cc

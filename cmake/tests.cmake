@@ -11,6 +11,11 @@ foreach(src IN LISTS HALTPOOL_TEST_SUPPORT)
   endif()
 endforeach()
 
+# The tests' helper libraries.
+add_library(haltpool_test_library STATIC ${HALTPOOL_TEST_LIBRARY})
+target_compile_options(haltpool_test_library PRIVATE -Wall -Wextra)
+target_link_libraries(haltpool_test_library PUBLIC haltpool)
+
 # The arguments of tests that read a file or run a program.
 set(args_variables_table_test ${PROJECT_SOURCE_DIR}/docs/CONFIGURATION.md)
 set(args_readme_bad_inputs_test ${PROJECT_SOURCE_DIR}/docs/CONFIGURATION.md)
@@ -22,10 +27,14 @@ set(args_coro_hello_test $<TARGET_FILE:coro_hello>)
 set(args_echo_load_test $<TARGET_FILE:echo_server>)
 set(args_echo_server_test $<TARGET_FILE:echo_server>)
 set(args_sockperf_server_test $<TARGET_FILE:echo_server>)
+set(args_metrics_endpoint_test $<TARGET_FILE:echo_server>)
 
 # Tests of examples/ pieces link their library as well.
 set(libs_sockperf_protocol_test haltpool_examples)
 set(libs_sockperf_server_test haltpool_examples)
+set(libs_openmetrics_parser_test haltpool_test_library)
+set(libs_pool_metrics_test haltpool_test_library)
+set(libs_metrics_endpoint_test haltpool_examples haltpool_test_library)
 
 foreach(src IN LISTS HALTPOOL_TESTS)
   get_filename_component(name ${src} NAME_WE)

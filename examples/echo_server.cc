@@ -47,6 +47,11 @@
 // near a thousand connections. Past the hard limit, accept fails with
 // EMFILE and the acceptor retries after kAcceptRetry.
 //
+// Metrics. --metrics_port=N also serves GET /metrics on that port: the pool's
+// statistics in the OpenMetrics text format (metrics_endpoint.h), for
+// Prometheus; 0 picks a free port and prints it. It stops before the
+// connections do.
+//
 // Exit status: 0 after a clean shutdown; 1 if the server could not start or
 // connections were still open when the drain timed out; 2 on a bad flag.
 
@@ -80,6 +85,7 @@
 #include "absl/time/time.h"
 #include "examples/connection_owner.h"
 #include "examples/echo_connection.h"
+#include "examples/metrics_endpoint.h"
 #include "examples/sockperf_tcp_connection.h"
 #include "examples/sockperf_udp_server.h"
 #include "runtime/coro/async_io.h"
@@ -115,13 +121,15 @@ constexpr absl::string_view kProtocols = "echo, sockperf";
 
 constexpr char kUsage[] =
     "usage: echo_server [--help] [--port=N] [--protocol=echo|sockperf] "
-    "[--workers=N] [--io=auto|uring|epoll]\n"
+    "[--workers=N] [--io=auto|uring|epoll] [--metrics_port=N]\n"
     "  --port=N       TCP port to listen on, 0-65535 (default 7777; 0: a "
     "free port, printed)\n"
     "  --protocol=P   what to speak: echo, or sockperf (sockperf ping-pong's "
     "server, over TCP and UDP on the same port) (default echo)\n"
     "  --workers=N    pool workers, 1-1024 (default: one per usable CPU)\n"
-    "  --io=B         I/O backend: auto, uring or epoll (default auto)\n";
+    "  --io=B         I/O backend: auto, uring or epoll (default auto)\n"
+    "  --metrics_port=N  serve GET /metrics (OpenMetrics) on this TCP port, "
+    "0-65535 (0: a free port, printed; default -1: off)\n";
 
 enum class Protocol { kEcho, kSockperf };
 
@@ -131,6 +139,7 @@ struct Flags {
   Protocol protocol = Protocol::kEcho;
   int workers = 0;  // 0: the pool's default.
   haltpool::IoBackend io = haltpool::IoBackend::kAuto;
+  int metrics_port = -1;  // -1: no metrics endpoint.
 };
 
 // Parses --name=value flags. InvalidArgument naming the flag, the value and
@@ -148,7 +157,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       return absl::InvalidArgumentError(
           absl::StrCat("unexpected argument '", arg,
                        "'; flags are --port, --protocol, --workers, --io, "
-                       "each as --name=value"));
+                       "--metrics_port, each as --name=value"));
     }
     const absl::string_view name = arg.substr(0, eq);
     const absl::string_view value = arg.substr(eq + 1);
@@ -175,6 +184,13 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
             absl::StrCat("--workers='", value,
                          "' is out of range; accepted: 1 to ", kMaxWorkers));
       }
+    } else if (name == "--metrics_port") {
+      if (!absl::SimpleAtoi(value, &flags.metrics_port) ||
+          flags.metrics_port < -1 || flags.metrics_port > 65535) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--metrics_port='", value,
+                         "' is not a port; accepted: 0 to 65535, or -1 (off)"));
+      }
     } else if (name == "--io") {
       absl::StatusOr<haltpool::IoBackend> io = haltpool::ParseIoBackend(value);
       if (!io.ok()) {
@@ -185,7 +201,8 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown flag '", name,
-                       "'; accepted: --port, --protocol, --workers, --io"));
+                       "'; accepted: --port, --protocol, --workers, --io, "
+                       "--metrics_port"));
     }
   }
   return flags;
@@ -482,6 +499,28 @@ int main(int argc, char** argv) {
     udp->Start();
     printf("echo_server: sockperf over TCP and UDP on port %d\n", port);
   }
+  std::unique_ptr<haltpool::examples::MetricsEndpoint> metrics;
+  int metrics_fd = -1;
+  if (flags->metrics_port >= 0) {
+    int bound = 0;
+    absl::StatusOr<int> fd = Listen(flags->metrics_port, &bound);
+    absl::Status started = fd.status();
+    if (fd.ok()) {
+      metrics_fd = *fd;
+      metrics = std::make_unique<haltpool::examples::MetricsEndpoint>(
+          pool->get(), metrics_fd);
+      started = metrics->Start();
+    }
+    if (!started.ok()) {
+      absl::FPrintF(stderr, "echo_server: --metrics_port: %s\n",
+                    started.message());
+      if (udp != nullptr) udp->Stop();
+      server.Stop(kDrainTimeout);
+      (*pool)->Shutdown();
+      return 1;
+    }
+    printf("echo_server: metrics on 0.0.0.0:%d (GET /metrics)\n", bound);
+  }
   fflush(stdout);
 
   int signal_number = 0;
@@ -491,7 +530,8 @@ int main(int argc, char** argv) {
   fflush(stdout);
 
   if (udp != nullptr) udp->Stop();
-  const bool drained = server.Stop(kDrainTimeout);
+  bool drained = metrics == nullptr || metrics->Stop(kDrainTimeout);
+  drained = server.Stop(kDrainTimeout) && drained;
   if (!drained) {
     absl::FPrintF(stderr,
                   "echo_server: connections still open after %s; the pool's "
@@ -500,6 +540,7 @@ int main(int argc, char** argv) {
   }
   (*pool)->Shutdown();
   close(*listen_fd);
+  if (metrics_fd >= 0) close(metrics_fd);
 
   absl::PrintF("\n%s\n", haltpool::FormatPoolStatsText((*pool)->Stats()));
   haltpool::examples::ConnectionTotals& totals = server.totals();
