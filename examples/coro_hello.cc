@@ -32,12 +32,15 @@ haltpool::Task<std::string> Hello(haltpool::ThreadPool& pool) {
   co_await pool.SleepFor(absl::Milliseconds(1));
 
   std::atomic<int> sum{0};
+  // A lambda coroutine reads its captures from the lambda, not its frame:
+  // the lambda must outlive the coroutines (it does, up to `co_await group`),
+  // and what differs per coroutine is a parameter, copied into each frame.
+  auto child = [&pool, &sum](int i) -> haltpool::Task<void> {
+    sum += co_await Square(pool, i);
+  };
   haltpool::TaskGroup group;
   for (int i = 1; i <= 10; ++i) {
-    auto child = [&pool, &sum, i]() -> haltpool::Task<void> {
-      sum += co_await Square(pool, i);
-    };
-    if (absl::Status s = pool.Spawn(group, child()); !s.ok()) {
+    if (absl::Status s = pool.Spawn(group, child(i)); !s.ok()) {
       co_return std::string(s.message());
     }
   }

@@ -1,5 +1,6 @@
 // The fast paths allocate nothing: submitting a task whose captures fit
-// inline, running it, parking and unparking. And an idle pool costs little
+// inline, running it, parking and unparking; a coroutine allocates its frame
+// and nothing more. And an idle pool costs little
 // memory beyond its threads' stacks.
 
 #include <sched.h>
@@ -12,8 +13,12 @@
 #include <new>
 #include <thread>
 
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "idle/parker.h"
+#include "runtime/coro/async_io.h"
+#include "runtime/coro/sync_wait.h"
+#include "runtime/coro/task.h"
 #include "runtime/thread_pool.h"
 #include "tests/arch/allocation_counter.h"
 
@@ -84,6 +89,44 @@ TEST(PoolMemory, TasksSubmittedFromWorkersAllocateNothing) {
   CountAllocations counter;
   for (int r = 0; r < 100; ++r) round();
   EXPECT_EQ(counter.count(), 0u);
+}
+
+// A coroutine allocates its frame and nothing else: moving onto the pool,
+// sleeping on its timers, awaiting a child, the pool's I/O and a group
+// allocate nothing once the queues, the timer heap and the reactor's records
+// have grown.
+TEST(PoolMemory, CoroutinesAllocateOnlyTheirFrames) {
+  auto pool = MakePool(2);
+  AsyncIo io(*pool);
+  auto child = [&](int i) -> Task<int> {
+    co_await pool->Schedule();
+    co_return i;
+  };
+  auto body = [&](int n) -> Task<int64_t> {
+    co_await pool->Schedule();
+    int64_t sum = 0;
+    for (int i = 0; i < n; ++i) {
+      sum += co_await child(i);
+      co_await pool->SleepFor(absl::ZeroDuration());
+      if (co_await io.Timeout(absl::ZeroDuration()) != 0) co_return -1;
+    }
+    TaskGroup group;
+    co_await group;
+    co_return sum;
+  };
+  for (int r = 0; r < 20; ++r) ASSERT_EQ(SyncWait(body(100)), 4950);  // Warm.
+  constexpr int kChildren = 500;
+  int64_t sum = 0;
+  uint64_t allocations = 0;
+  {
+    CountAllocations counter;
+    sum = SyncWait(body(kChildren));
+    allocations = counter.count();
+  }
+  EXPECT_EQ(sum, int64_t{kChildren} * (kChildren - 1) / 2);
+  // The children's frames, the body's, and SyncWait's own.
+  EXPECT_EQ(allocations, static_cast<uint64_t>(kChildren) + 2)
+      << "allocations beyond the coroutine frames";
 }
 
 TEST(PoolMemory, ParkAndUnparkAllocateNothing) {
