@@ -126,6 +126,16 @@ set(HALTPOOL_HEADERS
   runtime/value_parse.h
   runtime/worker_io.h
 )
+# asio's executors on the pool, //:asio_executor: a library of its own, on
+# top of haltpool, built when asio's headers are found (CMakeLists.txt).
+set(HALTPOOL_ASIO_SOURCES
+  runtime/asio/asio_executor.cc
+)
+
+set(HALTPOOL_ASIO_HEADERS
+  runtime/asio/asio_executor.h
+)
+
 # The test programs: every cc_test under tests/ except tests/bench/ (the
 # benchmarks and their tests are built by Bazel only: they need oneTBB and
 # Google Benchmark, which a server linking haltpool does not) and
@@ -183,6 +193,13 @@ set(HALTPOOL_TESTS
   tests/runtime/value_parse_test.cc
 )
 
+# The tests of //:asio_executor and examples/asio_echo: built when asio is
+# found (CMakeLists.txt).
+set(HALTPOOL_ASIO_TESTS
+  tests/examples/asio_echo_test.cc
+  tests/runtime/asio_executor_test.cc
+)
+
 # What the tests share: headers and the helper program config_probe_test runs.
 set(HALTPOOL_TEST_SUPPORT
   tests/arch/allocation_counter.h
@@ -206,6 +223,11 @@ set(HALTPOOL_EXAMPLES
   examples/coro_hello.cc
   examples/echo_server.cc
   examples/hello_pool.cc
+)
+
+# The examples that use asio: built when asio is found.
+set(HALTPOOL_ASIO_EXAMPLES
+  examples/asio_echo.cc
 )
 
 # The pieces the examples are made of (every cc_library in examples/BUILD),

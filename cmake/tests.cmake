@@ -28,6 +28,7 @@ set(args_echo_load_test $<TARGET_FILE:echo_server>)
 set(args_echo_server_test $<TARGET_FILE:echo_server>)
 set(args_sockperf_server_test $<TARGET_FILE:echo_server>)
 set(args_metrics_endpoint_test $<TARGET_FILE:echo_server>)
+set(args_asio_echo_test $<TARGET_FILE:asio_echo>)
 
 # Tests of examples/ pieces link their library as well.
 set(libs_sockperf_protocol_test haltpool_examples)
@@ -35,6 +36,12 @@ set(libs_sockperf_server_test haltpool_examples)
 set(libs_openmetrics_parser_test haltpool_test_library)
 set(libs_pool_metrics_test haltpool_test_library)
 set(libs_metrics_endpoint_test haltpool_examples haltpool_test_library)
+set(libs_asio_executor_test haltpool_asio_executor)
+
+# The asio tests need asio (CMakeLists.txt found it or left them out).
+if(HALTPOOL_ASIO_INCLUDE_DIR)
+  list(APPEND HALTPOOL_TESTS ${HALTPOOL_ASIO_TESTS})
+endif()
 
 foreach(src IN LISTS HALTPOOL_TESTS)
   get_filename_component(name ${src} NAME_WE)

@@ -146,6 +146,8 @@ ThreadPool::Worker* ThreadPool::CurrentWorker() const noexcept {
 
 int ThreadPool::CurrentWorkerIndex() noexcept { return tls_worker; }
 
+bool ThreadPool::IsWorkerThread() const noexcept { return tls_pool == this; }
+
 absl::Status ThreadPool::Enqueue(Job job) {
   // submitting_ brackets the check and the push, so Shutdown can wait for
   // every submit that passed the check before it lets workers drain.

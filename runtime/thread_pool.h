@@ -179,6 +179,10 @@ class ThreadPool {
   // The index of the calling worker in its pool, or -1 off the pool.
   static int CurrentWorkerIndex() noexcept;
 
+  // True if the calling thread is one of this pool's workers (not another
+  // pool's). Any thread; one thread-local load.
+  bool IsWorkerThread() const noexcept;
+
  private:
   struct Worker;
 

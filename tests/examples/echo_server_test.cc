@@ -36,57 +36,6 @@ using ::testing::HasSubstr;
 
 std::string g_server;  // Set by main().
 
-// Sends `message` on `fd` and reads the echo back at the same time (so a
-// message larger than the socket buffers cannot deadlock). Returns "" if
-// exactly `message` came back within the deadline, else what went wrong.
-std::string EchoOnce(int fd, const std::string& message) {
-  const int64_t deadline = NowMs() + kTimeoutMs;
-  std::string echo;
-  size_t sent = 0;
-  char buf[65536];
-  while (echo.size() < message.size()) {
-    pollfd p{fd,
-             static_cast<short>(POLLIN | (sent < message.size() ? POLLOUT : 0)),
-             0};
-    const int64_t left = deadline - NowMs();
-    if (left <= 0) {
-      return "timed out with " + std::to_string(sent) + " bytes sent, " +
-             std::to_string(echo.size()) + " received of " +
-             std::to_string(message.size());
-    }
-    if (poll(&p, 1, static_cast<int>(left)) < 0 && errno != EINTR) {
-      return std::string("poll: ") + strerror(errno);
-    }
-    if ((p.revents & POLLOUT) != 0 && sent < message.size()) {
-      const ssize_t n = send(fd, message.data() + sent, message.size() - sent,
-                             MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        return std::string("send: ") + strerror(errno);
-      }
-      if (n > 0) sent += static_cast<size_t>(n);
-    }
-    if ((p.revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
-      const ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-      if (n == 0) return "the server closed the connection";
-      if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        return std::string("recv: ") + strerror(errno);
-      }
-      if (n > 0) echo.append(buf, static_cast<size_t>(n));
-    }
-  }
-  if (echo.size() != message.size()) {
-    return "received " + std::to_string(echo.size()) + " bytes for " +
-           std::to_string(message.size());
-  }
-  if (echo != message) {
-    size_t i = 0;
-    while (echo[i] == message[i]) ++i;
-    return "the echo differs at byte " + std::to_string(i) + " of " +
-           std::to_string(message.size());
-  }
-  return "";
-}
-
 // Message sizes each client sends: tiny, around the server's 16 KiB buffer,
 // past 64 KiB, and larger than a loopback socket's default buffers.
 const std::vector<size_t> kSizes = {1,     7,     1000,  16383,
