@@ -15,43 +15,58 @@ bool IoAwaiter::await_suspend(std::coroutine_handle<> h) noexcept {
     status_ = io.status();
     return false;  // Go on at once; await_resume throws.
   }
-  Start(*io->reactor_, h);
+  reactor_ = io->reactor_;
+  handle_ = h;
+  Start();
   return true;
 }
 
-void IoAwaiter::Start(IoReactor& reactor, std::coroutine_handle<> h) noexcept {
+void IoAwaiter::Start() noexcept {
   // The callback runs on this worker from a later ReapCompletions, never
-  // inside the Start call: the coroutine is suspended by then. Two
-  // pointers: AnyInvocable keeps them inline, nothing is allocated.
-  IoCallback resume = [this, h](int result) {
-    result_ = result;
-    h.resume();
-  };
+  // inside the Start call: the coroutine is suspended by then. One pointer:
+  // AnyInvocable keeps it inline, nothing is allocated.
+  IoCallback done = [this](int result) { Complete(result); };
+  IoReactor& r = *reactor_;
   switch (args_.kind) {
     case Kind::kAccept:
-      reactor.Accept(args_.fd, std::move(resume));
+      r.Accept(args_.fd, std::move(done));
       break;
     case Kind::kConnect:
-      reactor.Connect(args_.fd, args_.addr, args_.addr_len, std::move(resume));
+      r.Connect(args_.fd, args_.addr, args_.addr_len, std::move(done));
       break;
     case Kind::kRecv:
-      reactor.Recv(args_.fd, args_.buf, args_.len, std::move(resume));
+      r.Recv(args_.fd, args_.buf, args_.len, std::move(done));
       break;
     case Kind::kSend:
-      reactor.Send(args_.fd, args_.buf, args_.len, std::move(resume));
+      r.Send(args_.fd, args_.buf, args_.len, std::move(done));
+      break;
+    case Kind::kSendAll:
+      r.Send(args_.fd, static_cast<char*>(args_.buf) + sent_, args_.len - sent_,
+             std::move(done));
       break;
     case Kind::kRead:
-      reactor.Read(args_.fd, args_.buf, args_.len, args_.offset,
-                   std::move(resume));
+      r.Read(args_.fd, args_.buf, args_.len, args_.offset, std::move(done));
       break;
     case Kind::kWrite:
-      reactor.Write(args_.fd, args_.buf, args_.len, args_.offset,
-                    std::move(resume));
+      r.Write(args_.fd, args_.buf, args_.len, args_.offset, std::move(done));
       break;
     case Kind::kTimeout:
-      reactor.Timeout(args_.duration_ns, std::move(resume));
+      r.Timeout(args_.duration_ns, std::move(done));
       break;
   }
+}
+
+void IoAwaiter::Complete(int result) noexcept {
+  if (args_.kind == Kind::kSendAll && result > 0) {
+    sent_ += static_cast<size_t>(result);
+    if (sent_ < args_.len) {
+      Start();  // A callback may start operations; this one goes on later.
+      return;
+    }
+    result = static_cast<int>(sent_);
+  }
+  result_ = result;
+  handle_.resume();
 }
 
 int IoAwaiter::await_resume() const {
@@ -110,15 +125,11 @@ IoAwaiter AsyncIo::Timeout(absl::Duration duration) noexcept {
                             .duration_ns = absl::ToInt64Nanoseconds(duration)});
 }
 
-Task<int> AsyncIo::SendAll(int fd, const void* buf, size_t len) {
-  const char* p = static_cast<const char*>(buf);
-  size_t sent = 0;
-  while (sent < len) {
-    const int n = co_await Send(fd, p + sent, len - sent);
-    if (n < 0) co_return n;
-    sent += static_cast<size_t>(n);
-  }
-  co_return static_cast<int>(sent);
+IoAwaiter AsyncIo::SendAll(int fd, const void* buf, size_t len) noexcept {
+  return IoAwaiter(*pool_, {.kind = IoAwaiter::Kind::kSendAll,
+                            .fd = fd,
+                            .buf = const_cast<void*>(buf),
+                            .len = len});
 }
 
 }  // namespace haltpool

@@ -45,7 +45,16 @@ class IoReactor;
 // which they do when they are the coroutine's own.
 class IoAwaiter {
  public:
-  enum class Kind { kAccept, kConnect, kRecv, kSend, kRead, kWrite, kTimeout };
+  enum class Kind {
+    kAccept,
+    kConnect,
+    kRecv,
+    kSend,
+    kSendAll,  // Send after Send until all `len` bytes are out.
+    kRead,
+    kWrite,
+    kTimeout
+  };
   struct Args {
     Kind kind;
     int fd = -1;
@@ -65,10 +74,17 @@ class IoAwaiter {
   int await_resume() const;
 
  private:
-  void Start(IoReactor& reactor, std::coroutine_handle<> h) noexcept;
+  // Starts the operation (for kSendAll, the rest of the bytes) on reactor_.
+  void Start() noexcept;
+  // The operation's callback: resumes the coroutine, or for kSendAll sends
+  // the rest first.
+  void Complete(int result) noexcept;
 
   ThreadPool* pool_;
   Args args_;
+  IoReactor* reactor_ = nullptr;  // The awaiting worker's.
+  std::coroutine_handle<> handle_;
+  size_t sent_ = 0;  // kSendAll: bytes sent so far.
   int result_ = 0;
   absl::Status status_;  // Why the operation could not start.
 };
@@ -89,8 +105,9 @@ class AsyncIo {
   // pool's timers are ThreadPool::SleepFor).
   IoAwaiter Timeout(absl::Duration duration) noexcept;
 
-  // Sends all `len` bytes, Send after Send: `len`, or the first -errno.
-  Task<int> SendAll(int fd, const void* buf, size_t len);
+  // Sends all `len` bytes, Send after Send, resuming the coroutine once:
+  // `len`, or the first -errno. Allocates nothing.
+  IoAwaiter SendAll(int fd, const void* buf, size_t len) noexcept;
 
  private:
   ThreadPool* pool_;

@@ -344,6 +344,36 @@ TEST_P(CoroIoTest, EchoResumesOnTheWorkerThatStartedTheIo) {
   close(fds[1]);
 }
 
+// 4 MiB through a socket buffer of a few hundred KiB: SendAll goes on Send
+// after Send and resumes once, with every byte sent in order.
+TEST_P(CoroIoTest, SendAllSendsEverythingInPieces) {
+  auto pool = MakePool(1, GetParam().backend);
+  ASSERT_NE(pool, nullptr);
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  std::string data(4 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7);
+  std::string got;
+  std::thread reader([&] {
+    char buf[65536];
+    while (got.size() < data.size()) {
+      const ssize_t n = read(fds[1], buf, sizeof buf);
+      if (n <= 0) break;
+      got.append(buf, static_cast<size_t>(n));
+    }
+  });
+  AsyncIo io(*pool);
+  auto body = [&]() -> Task<int> {
+    co_await pool->Schedule();
+    co_return co_await io.SendAll(fds[0], data.data(), data.size());
+  };
+  EXPECT_EQ(SyncWait(body()), static_cast<int>(data.size()));
+  reader.join();
+  EXPECT_TRUE(got == data) << "bytes lost or out of order";
+  close(fds[0]);
+  close(fds[1]);
+}
+
 TEST_P(CoroIoTest, TimeoutAndFileIo) {
   auto pool = MakePool(1, GetParam().backend);
   ASSERT_NE(pool, nullptr);
