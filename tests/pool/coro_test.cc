@@ -224,6 +224,28 @@ TEST(CoroPoolTest, AfterShutdownSpawnAndScheduleSaySo) {
   EXPECT_FALSE(SyncWait(sleeper())) << "a refused timer reports no sleep";
 }
 
+// An awaiter kept and awaited again sleeps again: each co_await starts its
+// own timer, and the earlier timer, long gone, cannot resume the frame.
+TEST(CoroPoolTest, ASleepAwaiterAwaitedAgainSleepsAgain) {
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  constexpr absl::Duration kTick = absl::Milliseconds(5);
+  auto body = [&]() -> Task<int> {
+    co_await pool->Schedule();
+    SleepAwaiter tick = pool->SleepFor(kTick);
+    int slept = 0;
+    for (int i = 0; i < 4; ++i) {
+      const absl::Time start = absl::Now();
+      if (co_await tick) ++slept;
+      EXPECT_GE(absl::Now() - start, kTick) << "await " << i;
+    }
+    // Long enough for a stray timer of an earlier await to fire.
+    co_await pool->SleepFor(4 * kTick);
+    co_return slept;
+  };
+  EXPECT_EQ(SyncWait(body()), 4);
+}
+
 TEST(CoroPoolTest, AsyncIoOffThePoolThrows) {
   auto pool = MakePool(1);
   ASSERT_NE(pool, nullptr);
