@@ -431,6 +431,54 @@ TEST_P(CoroIoTest, AcceptAndConnectOverLoopback) {
   close(listener);
 }
 
+// A task on a worker waits (ThreadPool::Wait) for a coroutine whose Recv,
+// on that same worker's reactor, never completes by itself. Shutdown must
+// cancel it there: the worker cannot reach its own drain while it waits.
+TEST_P(CoroIoTest, ShutdownEndsTheIoAWaitingWorkerWaitsFor) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  const int64_t before = LiveTaskFrames();
+  std::atomic<int> recv_result{1};
+  std::atomic<bool> started{false};
+  std::atomic<bool> waited{false};
+  bool unblocked = false;
+  {
+    auto pool = MakePool(1, GetParam().backend);
+    ASSERT_NE(pool, nullptr);
+    AsyncIo io(*pool);
+    char byte = 0;
+    auto reader = [&]() -> Task<void> {
+      recv_result = co_await io.Recv(fds[0], &byte, 1);
+    };
+    TaskGroup group;
+    ASSERT_TRUE(pool->Submit([&] {
+                      // Inline: the Recv starts on this worker's reactor.
+                      EXPECT_TRUE(pool->SpawnInline(group, reader()).ok());
+                      started = true;
+                      pool->Wait(group);
+                      waited = true;
+                    })
+                    .ok());
+    while (!started.load()) std::this_thread::yield();
+    std::thread stopper([&] { pool->Shutdown(); });
+    const absl::Time give_up = absl::Now() + absl::Seconds(5);
+    while (!waited.load() && absl::Now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!waited.load()) {
+      // Shutdown hangs: unblock the Recv so that the test can end.
+      unblocked = true;
+      EXPECT_EQ(write(fds[1], "x", 1), 1);
+    }
+    stopper.join();
+  }
+  close(fds[0]);
+  close(fds[1]);
+  EXPECT_FALSE(unblocked) << "Shutdown hung on a worker waiting for its I/O";
+  EXPECT_EQ(recv_result.load(), -ECANCELED);
+  EXPECT_EQ(LiveTaskFrames(), before);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Backends, CoroIoTest,
     testing::Values(BackendCase{IoBackend::kUring, "io_uring"},
