@@ -462,6 +462,12 @@ void ThreadPool::Wait(TaskGroup& group) {
   }
   while (group.pending() != 0) {
     if (RunOne(*w)) continue;
+    // Stopping with nothing queued: this worker reaches its drain only once
+    // the wait is over, and the group may wait for this worker's I/O (a
+    // coroutine's Recv). Cancel it now; RunOne runs the callbacks.
+    if (stopping_.load(std::memory_order_seq_cst) && !HasWork()) {
+      w->io.CancelInFlight();
+    }
     group.AddWaiter(&w->word);
     if (group.pending() != 0) IdleOnce(*w, /*stop_ends_idle=*/false);
     group.RemoveWaiter(&w->word);

@@ -136,7 +136,10 @@ class ThreadPool {
 
   // Returns when every task submitted to `group` has finished. On one of
   // this pool's workers it runs other tasks meanwhile (no deadlock when a
-  // task waits for the tasks it spawned); elsewhere it blocks.
+  // task waits for the tasks it spawned); elsewhere it blocks. A worker
+  // that waits while the pool shuts down cancels its own I/O once nothing is
+  // queued, as a stopping worker does (its callbacks run with -ECANCELED), so
+  // a wait for a coroutine's I/O on that worker ends.
   void Wait(TaskGroup& group);
 
   // Stops accepting work, runs every task already queued (and timers already

@@ -102,6 +102,13 @@ void WorkerIo::CancelAndDrain() {
   }
 }
 
+void WorkerIo::CancelInFlight() {
+  // Once is enough: the reactor refuses every operation started afterwards.
+  if (reactor_ == nullptr || in_callbacks_ || cancelled_) return;
+  cancelled_ = true;
+  reactor_->CancelInFlight();
+}
+
 bool WorkerIo::CheckDue() noexcept {
   if (++tasks_since_check_ < kTasksPerIoCheck) return false;
   tasks_since_check_ = 0;

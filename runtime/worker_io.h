@@ -54,6 +54,14 @@ class WorkerIo {
   // callback.
   void CancelAndDrain();
 
+  // For a stopping worker that cannot drain yet because a task on it waits
+  // (ThreadPool::Wait), maybe for this worker's own I/O: cancels what is in
+  // flight (IoReactor::CancelInFlight), once; Run() then runs the callbacks,
+  // with -ECANCELED unless their operation completed first, and refuses
+  // operations started afterwards. Nothing to do with no reactor or from a
+  // callback. Only the owning worker.
+  void CancelInFlight();
+
   // Destroys the reactor, cancelling what is in flight (see io_reactor.h),
   // on the owning worker's thread, as an io_uring ring set up for a single
   // issuer requires. counts(), backend() and note() stay readable.
@@ -107,6 +115,7 @@ class WorkerIo {
   std::unique_ptr<ReactorWait> wait_;  // Over reactor_.
   absl::Status error_;  // Why reactor_ could not be made, once tried.
   bool closed_ = false;
+  bool cancelled_ = false;  // CancelInFlight() cancelled the reactor.
   std::atomic<uint64_t> callbacks_{0};
   std::atomic<uint64_t> polled_{0};
   std::atomic<uint64_t> posted_{0};

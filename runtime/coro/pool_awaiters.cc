@@ -55,6 +55,12 @@ void SleepAwaiter::End(bool fired) noexcept {
 }
 
 bool SleepAwaiter::await_suspend(std::coroutine_handle<> h) noexcept {
+  // A new round for an awaiter awaited again: else an earlier await's state
+  // (kArmed, kEnded) would let this one go on at once, and its timer would
+  // later resume the frame wherever it is. The timer queue's lock orders
+  // these stores before the timer's task runs.
+  slept_ = false;
+  state_.store(kSubmitting, std::memory_order_relaxed);
   handle_ = h;
   const absl::Status s = absolute_
                              ? pool_->SubmitAt(deadline_, SleepResumer(this))

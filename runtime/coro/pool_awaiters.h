@@ -39,6 +39,8 @@ class ScheduleAwaiter {
 // the time has come, false if the pool shut down first (its pending timers
 // are cancelled then, and the coroutine resumes on a worker during
 // Shutdown) or had shut down already (it goes on at once where it is).
+// An awaiter kept and awaited again sleeps again, for its delay from then
+// (or until its deadline).
 class SleepAwaiter {
  public:
   // Until `delay` has passed on CLOCK_MONOTONIC (ThreadPool::SubmitAfter).

@@ -224,6 +224,28 @@ TEST(CoroPoolTest, AfterShutdownSpawnAndScheduleSaySo) {
   EXPECT_FALSE(SyncWait(sleeper())) << "a refused timer reports no sleep";
 }
 
+// An awaiter kept and awaited again sleeps again: each co_await starts its
+// own timer, and the earlier timer, long gone, cannot resume the frame.
+TEST(CoroPoolTest, ASleepAwaiterAwaitedAgainSleepsAgain) {
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  constexpr absl::Duration kTick = absl::Milliseconds(5);
+  auto body = [&]() -> Task<int> {
+    co_await pool->Schedule();
+    SleepAwaiter tick = pool->SleepFor(kTick);
+    int slept = 0;
+    for (int i = 0; i < 4; ++i) {
+      const absl::Time start = absl::Now();
+      if (co_await tick) ++slept;
+      EXPECT_GE(absl::Now() - start, kTick) << "await " << i;
+    }
+    // Long enough for a stray timer of an earlier await to fire.
+    co_await pool->SleepFor(4 * kTick);
+    co_return slept;
+  };
+  EXPECT_EQ(SyncWait(body()), 4);
+}
+
 TEST(CoroPoolTest, AsyncIoOffThePoolThrows) {
   auto pool = MakePool(1);
   ASSERT_NE(pool, nullptr);
@@ -437,6 +459,54 @@ TEST_P(CoroIoTest, AcceptAndConnectOverLoopback) {
   pool->Wait(group);
   EXPECT_EQ(served.load(), 'x');
   close(listener);
+}
+
+// A task on a worker waits (ThreadPool::Wait) for a coroutine whose Recv,
+// on that same worker's reactor, never completes by itself. Shutdown must
+// cancel it there: the worker cannot reach its own drain while it waits.
+TEST_P(CoroIoTest, ShutdownEndsTheIoAWaitingWorkerWaitsFor) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  const int64_t before = LiveTaskFrames();
+  std::atomic<int> recv_result{1};
+  std::atomic<bool> started{false};
+  std::atomic<bool> waited{false};
+  bool unblocked = false;
+  {
+    auto pool = MakePool(1, GetParam().backend);
+    ASSERT_NE(pool, nullptr);
+    AsyncIo io(*pool);
+    char byte = 0;
+    auto reader = [&]() -> Task<void> {
+      recv_result = co_await io.Recv(fds[0], &byte, 1);
+    };
+    TaskGroup group;
+    ASSERT_TRUE(pool->Submit([&] {
+                      // Inline: the Recv starts on this worker's reactor.
+                      EXPECT_TRUE(pool->SpawnInline(group, reader()).ok());
+                      started = true;
+                      pool->Wait(group);
+                      waited = true;
+                    })
+                    .ok());
+    while (!started.load()) std::this_thread::yield();
+    std::thread stopper([&] { pool->Shutdown(); });
+    const absl::Time give_up = absl::Now() + absl::Seconds(5);
+    while (!waited.load() && absl::Now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!waited.load()) {
+      // Shutdown hangs: unblock the Recv so that the test can end.
+      unblocked = true;
+      EXPECT_EQ(write(fds[1], "x", 1), 1);
+    }
+    stopper.join();
+  }
+  close(fds[0]);
+  close(fds[1]);
+  EXPECT_FALSE(unblocked) << "Shutdown hung on a worker waiting for its I/O";
+  EXPECT_EQ(recv_result.load(), -ECANCELED);
+  EXPECT_EQ(LiveTaskFrames(), before);
 }
 
 INSTANTIATE_TEST_SUITE_P(
