@@ -98,7 +98,12 @@ void WorkerIo::CancelAndDrain() {
     if (reactor_->in_flight() == 0) return;
     const int64_t now = arch::MonotonicNowNs();
     if (now >= give_up) return;
-    reactor_->WaitUntil(std::min(give_up, now + kDrainWaitNs));
+    if (!reactor_->WaitUntil(std::min(give_up, now + kDrainWaitNs))) {
+      // Nothing came for a while: ask again, in case a cancel request found
+      // no room in the ring (a kernel refusing submits). A cancel that
+      // misses is harmless.
+      reactor_->CancelInFlight();
+    }
   }
 }
 

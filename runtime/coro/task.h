@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <exception>
 #include <optional>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -197,7 +198,14 @@ class [[nodiscard]] Task {
     bool await_suspend(std::coroutine_handle<> awaiting) noexcept {
       return h.promise().StartAwaitedBy(h, awaiting);
     }
-    T await_resume() { return h.promise().TakeResult(); }
+    T await_resume() {
+      if (!h) {
+        throw std::logic_error(
+            "haltpool: co_await on an empty Task (default-constructed or "
+            "moved from)");
+      }
+      return h.promise().TakeResult();
+    }
   };
 
   Handle handle_;

@@ -115,10 +115,9 @@ class EpollReactor final : public IoReactor {
   void ExpireTimers(int64_t now_ns) noexcept;
 
   int epoll_fd_ = -1;
-  EventWaker waker_;  // In the epoll set, level-triggered.
-  bool have_pwait2_ = true;
-  bool cancelling_ = false;  // CancelInFlight was called.  // epoll_pwait2
-                             // (Linux 5.11) not yet ENOSYS.
+  EventWaker waker_;         // In the epoll set, level-triggered.
+  bool have_pwait2_ = true;  // epoll_pwait2 (Linux 5.11) not yet ENOSYS.
+  bool cancelling_ = false;  // CancelInFlight was called.
   size_t in_flight_ = 0;
   int hot_reader_fd_ = -1;      // The fd of the reader parked last.
   uint32_t polls_ = 0;          // Looks by Poll(), to pace its epoll_wait.
