@@ -207,6 +207,7 @@ set(HALTPOOL_TEST_SUPPORT
   tests/idle/child_process.h
   tests/idle/fake_clock.h
   tests/examples/server_process.h
+  tests/pool/backend_test.h
   tests/idle/fake_external_wait.h
   tests/pool/openmetrics_parser.h
   tests/runtime/config_probe.cc

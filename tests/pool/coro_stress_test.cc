@@ -34,6 +34,7 @@
 #include "runtime/coro/task.h"
 #include "runtime/io/io_backend.h"
 #include "runtime/thread_pool.h"
+#include "tests/pool/backend_test.h"
 
 namespace haltpool {
 namespace {
@@ -71,22 +72,7 @@ class Mark {
   int id_;
 };
 
-struct BackendCase {
-  IoBackend backend;
-  const char* name;
-  friend void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.name; }
-};
-
-class CoroStressTest : public testing::TestWithParam<BackendCase> {
- protected:
-  void SetUp() override {
-    if (GetParam().backend == IoBackend::kUring) {
-      absl::StatusOr<std::unique_ptr<IoReactor>> probe =
-          MakeIoReactor(IoBackend::kUring, nullptr);
-      if (!probe.ok()) GTEST_SKIP() << "no io_uring here: " << probe.status();
-    }
-  }
-};
+class CoroStressTest : public BackendTest {};
 
 // The shared state of one round; coroutines take it by reference (it
 // outlives the pool).
@@ -337,14 +323,8 @@ TEST_P(CoroStressTest, ShutdownAtARandomMomentLeavesNoFrame) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Backends, CoroStressTest,
-    testing::Values(BackendCase{IoBackend::kUring, "io_uring"},
-                    BackendCase{IoBackend::kEpoll, "epoll"}),
-    [](const testing::TestParamInfo<BackendCase>& info) {
-      return std::string(info.param.name == std::string("io_uring") ? "uring"
-                                                                    : "epoll");
-    });
+INSTANTIATE_TEST_SUITE_P(Backends, CoroStressTest, AllBackends(),
+                         BackendTestName);
 
 }  // namespace
 }  // namespace haltpool

@@ -30,6 +30,7 @@
 #include "runtime/coro/task.h"
 #include "runtime/io/io_backend.h"
 #include "runtime/thread_pool.h"
+#include "tests/pool/backend_test.h"
 
 namespace haltpool {
 namespace {
@@ -294,22 +295,7 @@ TEST(CoroPoolTest, ShutdownResumesEveryWaitingFrame) {
   EXPECT_EQ(LiveTaskFrames(), before) << "frames leaked at shutdown";
 }
 
-struct BackendCase {
-  IoBackend backend;
-  const char* name;
-  friend void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.name; }
-};
-
-class CoroIoTest : public testing::TestWithParam<BackendCase> {
- protected:
-  void SetUp() override {
-    if (GetParam().backend == IoBackend::kUring) {
-      absl::StatusOr<std::unique_ptr<IoReactor>> probe =
-          MakeIoReactor(IoBackend::kUring, nullptr);
-      if (!probe.ok()) GTEST_SKIP() << "no io_uring here: " << probe.status();
-    }
-  }
-};
+class CoroIoTest : public BackendTest {};
 
 // An echo over a socketpair: the coroutine's I/O resumes on the worker
 // that started it, with the bytes in order.
@@ -509,14 +495,7 @@ TEST_P(CoroIoTest, ShutdownEndsTheIoAWaitingWorkerWaitsFor) {
   EXPECT_EQ(LiveTaskFrames(), before);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Backends, CoroIoTest,
-    testing::Values(BackendCase{IoBackend::kUring, "io_uring"},
-                    BackendCase{IoBackend::kEpoll, "epoll"}),
-    [](const testing::TestParamInfo<BackendCase>& info) {
-      return std::string(info.param.name == std::string("io_uring") ? "uring"
-                                                                    : "epoll");
-    });
+INSTANTIATE_TEST_SUITE_P(Backends, CoroIoTest, AllBackends(), BackendTestName);
 
 }  // namespace
 }  // namespace haltpool

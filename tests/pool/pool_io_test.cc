@@ -31,6 +31,7 @@
 // PoolIo comes through thread_pool.h: runtime/pool_io.h alone does not
 // compile first in a file (it uses std::atomic without <atomic>).
 #include "runtime/thread_pool.h"
+#include "tests/pool/backend_test.h"
 
 namespace haltpool {
 namespace {
@@ -98,23 +99,8 @@ struct ExceptionLog {
   }
 };
 
-struct BackendCase {
-  IoBackend backend;
-  const char* name;  // What PoolIo::backend() and WorkerStats report.
-
-  friend void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.name; }
-};
-
-class PoolIoTest : public testing::TestWithParam<BackendCase> {
+class PoolIoTest : public BackendTest {
  protected:
-  void SetUp() override {
-    if (GetParam().backend == IoBackend::kUring) {
-      absl::StatusOr<std::unique_ptr<IoReactor>> probe =
-          MakeIoReactor(IoBackend::kUring, nullptr);
-      if (!probe.ok()) GTEST_SKIP() << "no io_uring here: " << probe.status();
-    }
-  }
-
   // A pool of `workers` on this test's backend; `governor` "" keeps the
   // default.
   std::unique_ptr<ThreadPool> MakePool(
@@ -569,13 +555,7 @@ TEST_P(PoolIoTest, IdleWorkerNoticesIoUnderEveryGovernor) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Backends, PoolIoTest,
-    testing::Values(BackendCase{IoBackend::kUring, "io_uring"},
-                    BackendCase{IoBackend::kEpoll, "epoll"}),
-    [](const testing::TestParamInfo<BackendCase>& info) {
-      return std::string(IoBackendName(info.param.backend));
-    });
+INSTANTIATE_TEST_SUITE_P(Backends, PoolIoTest, AllBackends(), BackendTestName);
 
 }  // namespace
 }  // namespace haltpool
