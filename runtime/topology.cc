@@ -1,7 +1,6 @@
 #include "runtime/topology.h"
 
 #include <errno.h>
-#include <hwloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -18,6 +17,14 @@
 #include "absl/strings/str_format.h"
 #include "runtime/cpu_quota.h"
 
+// HALTPOOL_WITHOUT_HWLOC builds without hwloc (tools/cross-test defines it:
+// Debian's static hwloc needs libudev, which has no static build). Then
+// LoadHwlocTopology always fails, saying so, and LoadTopology takes its
+// usual fallback: the allowed CPUs, each its own core.
+#ifndef HALTPOOL_WITHOUT_HWLOC
+#include <hwloc.h>
+#endif
+
 namespace haltpool {
 namespace {
 
@@ -30,11 +37,6 @@ std::vector<int> SortedUnique(std::vector<int> v) {
 std::string Plural(size_t n, absl::string_view one, absl::string_view many) {
   return absl::StrCat(n, " ", n == 1 ? one : many);
 }
-
-struct TopologyDeleter {
-  void operator()(hwloc_topology* t) const { hwloc_topology_destroy(t); }
-};
-using TopologyPtr = std::unique_ptr<hwloc_topology, TopologyDeleter>;
 
 // One physical core as PlanPlacement sees it.
 struct Core {
@@ -102,6 +104,12 @@ std::vector<int> SpreadOrder(const std::vector<Core>& cores) {
   return Interleave(per_package);
 }
 
+#ifndef HALTPOOL_WITHOUT_HWLOC
+struct TopologyDeleter {
+  void operator()(hwloc_topology* t) const { hwloc_topology_destroy(t); }
+};
+using TopologyPtr = std::unique_ptr<hwloc_topology, TopologyDeleter>;
+
 absl::StatusOr<TopologyPtr> LoadHwloc() {
   // HWLOC_API_VERSION is (X<<16)+(Y<<8)+Z and hwloc breaks its ABI only
   // across major versions X (1.x -> 2.x), so the library's X must be the
@@ -131,11 +139,18 @@ absl::StatusOr<TopologyPtr> LoadHwloc() {
   return topology;
 }
 
+#endif  // HALTPOOL_WITHOUT_HWLOC
+
 }  // namespace
 
 absl::string_view PinModeName(PinMode mode) { return kPinModes.Name(mode); }
 
 absl::StatusOr<Topology> LoadHwlocTopology(const std::vector<int>& allowed) {
+#ifdef HALTPOOL_WITHOUT_HWLOC
+  (void)allowed;
+  return absl::UnimplementedError(
+      "no hwloc in this build (built with HALTPOOL_WITHOUT_HWLOC)");
+#else
   const std::vector<int> wanted = SortedUnique(allowed);
   if (wanted.empty()) {
     return absl::InvalidArgumentError("no allowed CPUs to look up in hwloc");
@@ -190,6 +205,7 @@ absl::StatusOr<Topology> LoadHwlocTopology(const std::vector<int>& allowed) {
       ", ", Plural(packages.size(), "package", "packages"), ", ",
       Plural(nodes.size(), "NUMA node", "NUMA nodes"));
   return topology;
+#endif  // HALTPOOL_WITHOUT_HWLOC
 }
 
 Topology FallbackTopology(const std::vector<int>& allowed,

@@ -30,6 +30,17 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
+// Whether runtime/topology.cc was built with hwloc: tools/cross-test builds
+// it with HALTPOOL_WITHOUT_HWLOC, where the tests that read hwloc's view of
+// this machine skip and LoadHwlocTopology must say it has no hwloc.
+#ifdef HALTPOOL_WITHOUT_HWLOC
+constexpr bool kBuiltWithHwloc = false;
+#else
+constexpr bool kBuiltWithHwloc = true;
+#endif
+constexpr char kNoHwlocReason[] =
+    "built with HALTPOOL_WITHOUT_HWLOC: no hwloc topology to test";
+
 // Two packages x two cores x two SMT threads, each package its own NUMA
 // node, numbered siblings-adjacent (as AMD and many VMs do): core c has PUs
 // 2c and 2c+1; package 0 has cores 0-1 (PUs 0-3), package 1 cores 2-3.
@@ -242,6 +253,7 @@ TEST(FallbackTopologyTest, SaysHwlocWasNotUsedAndWhy) {
 }
 
 TEST(LoadTopologyTest, HwlocOnThisMachine) {
+  if (!kBuiltWithHwloc) GTEST_SKIP() << kNoHwlocReason;
   const std::vector<int> allowed = AffinityCpus();
   ASSERT_FALSE(allowed.empty());
   const Topology t = LoadTopology(allowed);
@@ -267,6 +279,7 @@ TEST(LoadTopologyTest, HwlocOnThisMachine) {
 }
 
 TEST(LoadTopologyTest, NarrowerAllowedSetKeepsOnlyThoseCpus) {
+  if (!kBuiltWithHwloc) GTEST_SKIP() << kNoHwlocReason;
   const std::vector<int> allowed = AffinityCpus();
   ASSERT_FALSE(allowed.empty());
   absl::StatusOr<Topology> t = LoadHwlocTopology({allowed.back()});
@@ -277,6 +290,7 @@ TEST(LoadTopologyTest, NarrowerAllowedSetKeepsOnlyThoseCpus) {
 }
 
 TEST(LoadTopologyTest, HwlocRejectsUnknownAndEmpty) {
+  if (!kBuiltWithHwloc) GTEST_SKIP() << kNoHwlocReason;
   absl::StatusOr<Topology> unknown = LoadHwlocTopology({0, 100000});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
@@ -296,6 +310,7 @@ TEST(LoadTopologyTest, ForcedFallbackIsFlatAndSilent) {
 }
 
 TEST(LoadTopologyTest, HwlocFailureFallsBackAndReportsAtMostOnce) {
+  if (!kBuiltWithHwloc) GTEST_SKIP() << kNoHwlocReason;
   // CPU 100000 is unknown to hwloc, so both calls fall back. The report is
   // once per process: this is the only test that triggers it, so it shows
   // once here (at most once if tests are repeated in one process).
@@ -316,6 +331,23 @@ TEST(LoadTopologyTest, HwlocFailureFallsBackAndReportsAtMostOnce) {
   }
   EXPECT_LE(count, 1u) << err;
   std::cout << "stderr of both calls: " << err;
+}
+
+TEST(LoadTopologyTest, BuildWithoutHwlocFallsBackAndSaysSo) {
+  if (kBuiltWithHwloc) GTEST_SKIP() << "this build has hwloc";
+  const absl::StatusOr<Topology> direct = LoadHwlocTopology({0});
+  EXPECT_EQ(direct.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(direct.status().message(), HasSubstr("no hwloc in this build"));
+  const std::vector<int> allowed = AffinityCpus();
+  ASSERT_FALSE(allowed.empty());
+  const Topology t = LoadTopology(allowed);
+  EXPECT_FALSE(t.from_hwloc);
+  EXPECT_THAT(t.note, AllOf(HasSubstr("hwloc not used"),
+                            HasSubstr("no hwloc in this build")));
+  ASSERT_EQ(t.cpus.size(), allowed.size());
+  for (size_t i = 0; i < allowed.size(); ++i) {
+    EXPECT_EQ(t.cpus[i].os_index, allowed[i]);
+  }
 }
 
 TEST(ApplyPlacementTest, PuPlacementPinsTheThreadToExactlyThatCpu) {
