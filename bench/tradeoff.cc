@@ -17,12 +17,18 @@
 // The OpenMP contenders run in child processes (tradeoff_gomp and
 // tradeoff_llvm_omp, found beside this binary), one per runtime and policy.
 //
-// Prints Markdown: both tables per mode and the verdict on the target
-// (tradeoff_table.h). --csv and --markdown also write them to files, for
-// tools/plot-tradeoff and docs/results/.
+// Every mode runs under each arrival process of --arrivals (periodic,
+// poisson, bursty) and with the submitter --submitter says (wake_harness.h).
+//
+// Prints Markdown: both tables per mode and arrival process, who dominates
+// the default at each gap, and the verdict on the target (tradeoff_table.h).
+// --csv and --markdown also write them to files, for tools/plot-tradeoff and
+// docs/results/.
 //
 // ./bazelw run -c opt //bench:tradeoff -- [--point_ms=N] [--workers=N]
-//   [--modes=pair,pool] [--only=NAME,NAME] [--csv=PATH] [--markdown=PATH]
+//   [--modes=pair,pool] [--arrivals=periodic,poisson,bursty]
+//   [--submitter=sleep|spin] [--seed=N] [--only=NAME,NAME] [--csv=PATH]
+//   [--markdown=PATH]
 
 #include <errno.h>
 #include <stdio.h>
@@ -60,6 +66,12 @@ ABSL_FLAG(Samples, max_samples, 20000, "most wakes per point");
 ABSL_FLAG(Workers, workers, 2, "pool mode's worker threads");
 ABSL_FLAG(std::string, modes, "pair,pool",
           "pair, pool or both, comma-separated");
+ABSL_FLAG(std::string, arrivals, "periodic",
+          "periodic, poisson, bursty, or several, comma-separated");
+ABSL_FLAG(std::string, submitter, "sleep",
+          "how the waker waits out a gap: sleep (to 80 us before, then "
+          "spin) or spin (the harness before arrivals existed)");
+ABSL_FLAG(uint64_t, seed, 1, "the poisson arrivals' generator seed");
 ABSL_FLAG(std::string, only, "",
           "run only contenders whose name contains one of these, "
           "comma-separated; empty: all");
@@ -69,13 +81,26 @@ ABSL_FLAG(std::string, markdown, "", "also write the Markdown to this file");
 namespace haltpool::bench {
 namespace {
 
-// How each point is sized (SamplesFor), from the flags.
+// How each point is sized (SamplesFor) and paced, from the flags.
 struct Sizing {
   int64_t point_ms;
   int min_samples;
   int max_samples;
-  int Samples(int64_t gap_ns) const {
-    return SamplesFor(gap_ns, point_ms, min_samples, max_samples);
+  std::vector<Arrivals> arrivals;
+  Submitter submitter;
+  uint64_t seed;
+  int Samples(Arrivals a, int64_t gap_ns) const {
+    return SamplesFor(MeanSpacingNs(a, gap_ns), point_ms, min_samples,
+                      max_samples);
+  }
+  Pacing PacingFor(Arrivals a) const { return {a, submitter, seed}; }
+  // The --arrivals list as given, for a child's command line.
+  std::string ArrivalsList() const {
+    std::string out;
+    for (Arrivals a : arrivals) {
+      absl::StrAppend(&out, out.empty() ? "" : ",", ArrivalsName(a));
+    }
+    return out;
   }
 };
 
@@ -239,7 +264,9 @@ absl::StatusOr<std::vector<Curve>> RunOmp(const OmpContender& c,
       binary, "' '--label=", c.name, "' --point_ms=", sizing.point_ms,
       " --min_samples=", sizing.min_samples,
       " --max_samples=", sizing.max_samples, " --workers=", workers,
-      " --modes=", modes);
+      " --modes=", modes, " --arrivals=", sizing.ArrivalsList(),
+      " --submitter=", SubmitterName(sizing.submitter),
+      " --seed=", sizing.seed);
   FILE* child = popen(command.c_str(), "r");
   if (child == nullptr) {
     return absl::InternalError(
@@ -269,7 +296,9 @@ void Progress(absl::string_view mode, absl::string_view name) {
   absl::FPrintF(stderr, "tradeoff: %s: %s\n", mode, name);
 }
 
-Curve RunPairContender(const PairContender& c, const Sizing& sizing) {
+// One curve per arrival process.
+std::vector<Curve> RunPairContender(const PairContender& c,
+                                    const Sizing& sizing) {
   Progress("pair", c.name);
   absl::StatusOr<std::unique_ptr<WakeChannel>> channel = c.make();
   if (!channel.ok()) {
@@ -277,24 +306,39 @@ Curve RunPairContender(const PairContender& c, const Sizing& sizing) {
                   channel.status().message());
     exit(1);
   }
-  Curve curve{"pair", c.name, c.haltpool, c.is_default, {}};
-  MeasurePair(**channel, 10000, 200);  // Warm-up: windows learned.
-  for (int64_t gap : kSweepGapsNs) {
-    curve.points.push_back(MeasurePair(**channel, gap, sizing.Samples(gap)));
+  std::vector<Curve> curves;
+  for (Arrivals a : sizing.arrivals) {
+    Curve curve{"pair", ArrivalsName(a), c.name, c.haltpool, c.is_default, {}};
+    const Pacing pacing = sizing.PacingFor(a);
+    MeasurePair(**channel, 10000, 200, pacing);  // Warm-up: windows learned.
+    for (int64_t gap : kSweepGapsNs) {
+      curve.points.push_back(
+          MeasurePair(**channel, gap, sizing.Samples(a, gap), pacing));
+    }
+    curves.push_back(std::move(curve));
   }
-  return curve;
+  return curves;
 }
 
-Curve RunPoolContender(const PoolContender& c, const Sizing& sizing) {
+// One curve per arrival process, all from one pool.
+std::vector<Curve> RunPoolContender(const PoolContender& c,
+                                    const Sizing& sizing) {
   Progress("pool", c.name);
-  Curve curve{"pool", c.name, c.haltpool, c.is_default, {}};
+  std::vector<Curve> curves;
   c.with_pool([&](const SubmitFn& submit) {
-    MeasurePool(submit, 10000, 200);  // Warm-up: threads started.
-    for (int64_t gap : kSweepGapsNs) {
-      curve.points.push_back(MeasurePool(submit, gap, sizing.Samples(gap)));
+    for (Arrivals a : sizing.arrivals) {
+      Curve curve{"pool",     ArrivalsName(a), c.name,
+                  c.haltpool, c.is_default,    {}};
+      const Pacing pacing = sizing.PacingFor(a);
+      MeasurePool(submit, 10000, 200, pacing);  // Warm-up: threads started.
+      for (int64_t gap : kSweepGapsNs) {
+        curve.points.push_back(
+            MeasurePool(submit, gap, sizing.Samples(a, gap), pacing));
+      }
+      curves.push_back(std::move(curve));
     }
   });
-  return curve;
+  return curves;
 }
 
 bool WriteFile(const std::string& path, const std::string& text) {
@@ -315,9 +359,30 @@ int main(int argc, char** argv) {
   using namespace haltpool;
   using namespace haltpool::bench;
   ParseCommandLineOrExit(argc, argv, "usage: tradeoff [flags]");
-  const Sizing sizing{absl::GetFlag(FLAGS_point_ms).value,
-                      static_cast<int>(absl::GetFlag(FLAGS_min_samples).value),
-                      static_cast<int>(absl::GetFlag(FLAGS_max_samples).value)};
+  Sizing sizing{absl::GetFlag(FLAGS_point_ms).value,
+                static_cast<int>(absl::GetFlag(FLAGS_min_samples).value),
+                static_cast<int>(absl::GetFlag(FLAGS_max_samples).value),
+                {},
+                Submitter::kSleep,
+                absl::GetFlag(FLAGS_seed)};
+  for (absl::string_view a :
+       absl::StrSplit(absl::GetFlag(FLAGS_arrivals), ',')) {
+    Arrivals arrivals;
+    if (!ParseArrivals(a, &arrivals)) {
+      absl::FPrintF(stderr,
+                    "tradeoff: --arrivals: '%s': accepted: periodic, poisson, "
+                    "bursty (comma-separated)\n",
+                    a);
+      return 2;
+    }
+    sizing.arrivals.push_back(arrivals);
+  }
+  if (!ParseSubmitter(absl::GetFlag(FLAGS_submitter), &sizing.submitter)) {
+    absl::FPrintF(stderr,
+                  "tradeoff: --submitter: '%s': accepted: sleep, spin\n",
+                  absl::GetFlag(FLAGS_submitter));
+    return 2;
+  }
   const int workers = static_cast<int>(absl::GetFlag(FLAGS_workers).value);
   const std::string modes = absl::GetFlag(FLAGS_modes);
   bool pair = false, pool = false;
@@ -350,14 +415,18 @@ int main(int argc, char** argv) {
   if (pair) {
     for (const PairContender& c : PairContenders(config.pool.idle)) {
       if (Selected(c.name, only)) {
-        pair_curves.push_back(RunPairContender(c, sizing));
+        for (Curve& curve : RunPairContender(c, sizing)) {
+          pair_curves.push_back(std::move(curve));
+        }
       }
     }
   }
   if (pool) {
     for (const PoolContender& c : PoolContenders(config, workers)) {
       if (Selected(c.name, only)) {
-        pool_curves.push_back(RunPoolContender(c, sizing));
+        for (Curve& curve : RunPoolContender(c, sizing)) {
+          pool_curves.push_back(std::move(curve));
+        }
       }
     }
   }
@@ -393,11 +462,18 @@ int main(int argc, char** argv) {
 
   std::string markdown = absl::StrCat(
       "### Wake latency against gap and CPU (", workers, " pool workers, ",
-      sizing.point_ms, " ms per point)\n\n", CurvesMarkdown(curves));
+      sizing.point_ms, " ms per point, ",
+      sizing.submitter == Submitter::kSleep ? "sleeping" : "spinning",
+      " submitter)\n\n", CurvesMarkdown(curves),
+      DominanceMarkdown(JudgeDominance(curves)), "\n");
   for (const char* mode : {"pair", "pool"}) {
-    absl::StatusOr<Verdict> verdict = JudgeTradeoff(curves, mode);
-    if (verdict.ok())
-      absl::StrAppend(&markdown, VerdictMarkdown(*verdict), "\n");
+    for (Arrivals a : sizing.arrivals) {
+      absl::StatusOr<Verdict> verdict =
+          JudgeTradeoff(curves, mode, ArrivalsName(a));
+      if (verdict.ok()) {
+        absl::StrAppend(&markdown, VerdictMarkdown(*verdict), "\n");
+      }
+    }
   }
   fputs(markdown.c_str(), stdout);
   const std::string csv_path = absl::GetFlag(FLAGS_csv);

@@ -11,6 +11,7 @@
 //
 // Usage: tradeoff_gomp --label=NAME [--point_ms=N] [--min_samples=N]
 //   [--max_samples=N] [--workers=N] [--modes=pair,pool]
+//   [--arrivals=periodic,poisson,bursty] [--submitter=sleep|spin] [--seed=N]
 
 #include <omp.h>
 #include <stdio.h>
@@ -36,9 +37,13 @@ ABSL_FLAG(PointMs, point_ms, 250, "time per gap, ms");
 ABSL_FLAG(Samples, min_samples, 10, "fewest wakes per gap");
 ABSL_FLAG(Samples, max_samples, 20000, "most wakes per gap");
 ABSL_FLAG(Workers, workers, 2, "pool threads besides the caller");
-ABSL_FLAG(std::string, label, "", "the contender's name in the CSV, no commas");
+ABSL_FLAG(std::string, label, "", "the contender's name in the CSV");
 ABSL_FLAG(std::string, modes, "pair,pool",
           "pair, pool or both, comma-separated");
+ABSL_FLAG(std::string, arrivals, "periodic",
+          "periodic, poisson, bursty, or several, comma-separated");
+ABSL_FLAG(std::string, submitter, "sleep", "sleep or spin (wake_harness.h)");
+ABSL_FLAG(uint64_t, seed, 1, "the poisson arrivals' generator seed");
 
 namespace haltpool::bench {
 namespace {
@@ -54,9 +59,10 @@ class BarrierChannel final : public WakeChannel {
 };
 
 // Runs one gap of the pair on the two threads of a parallel region.
-absl::StatusOr<WakePoint> RunPair(int64_t gap_ns, int samples) {
+absl::StatusOr<WakePoint> RunPair(int64_t gap_ns, int samples,
+                                  const Pacing& pacing) {
   BarrierChannel channel;
-  PairRun run(gap_ns, samples);
+  PairRun run(gap_ns, samples, pacing);
   int threads = 0;
 #pragma omp parallel num_threads(2)
   {
@@ -102,10 +108,31 @@ int main(int argc, char** argv) {
       argc, argv,
       "usage: tradeoff_gomp|tradeoff_llvm_omp --label=NAME [flags]");
   const std::string label = absl::GetFlag(FLAGS_label);
-  if (label.empty() || label.find(',') != std::string::npos) {
-    fprintf(stderr, "tradeoff_omp: --label: accepted: a name without commas\n");
+  if (label.empty()) {
+    fprintf(stderr, "tradeoff_omp: --label: accepted: a non-empty name\n");
     return 2;
   }
+  std::vector<Arrivals> arrivals;
+  for (absl::string_view a :
+       absl::StrSplit(absl::GetFlag(FLAGS_arrivals), ',')) {
+    Arrivals parsed;
+    if (!ParseArrivals(a, &parsed)) {
+      absl::FPrintF(stderr,
+                    "tradeoff_omp: --arrivals: '%s': accepted: periodic, "
+                    "poisson, bursty (comma-separated)\n",
+                    a);
+      return 2;
+    }
+    arrivals.push_back(parsed);
+  }
+  Submitter submitter;
+  if (!ParseSubmitter(absl::GetFlag(FLAGS_submitter), &submitter)) {
+    absl::FPrintF(stderr,
+                  "tradeoff_omp: --submitter: '%s': accepted: sleep, spin\n",
+                  absl::GetFlag(FLAGS_submitter));
+    return 2;
+  }
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
   const int workers = static_cast<int>(absl::GetFlag(FLAGS_workers).value);
   const int64_t point_ms = absl::GetFlag(FLAGS_point_ms).value;
   const int min_samples =
@@ -120,33 +147,39 @@ int main(int argc, char** argv) {
           stderr, "tradeoff_omp: --modes: '%s': accepted: pair, pool\n", mode);
       return 2;
     }
-    Curve curve;
-    curve.mode = std::string(mode);
-    curve.contender = label;
-    const SubmitFn submit = [workers](Probe p) { RunRegion(workers, p); };
-    // Warm up: threads started, the runtime's first-use costs paid.
-    if (mode == "pair") {
-      if (absl::StatusOr<WakePoint> p = RunPair(10000, 200); !p.ok()) {
-        absl::FPrintF(stderr, "tradeoff_omp: %s\n", p.status().message());
-        return 1;
-      }
-    } else {
-      MeasurePool(submit, 10000, 200);
-    }
-    for (int64_t gap : kSweepGapsNs) {
-      const int n = SamplesFor(gap, point_ms, min_samples, max_samples);
+    for (Arrivals a : arrivals) {
+      Curve curve;
+      curve.mode = std::string(mode);
+      curve.arrivals = ArrivalsName(a);
+      curve.contender = label;
+      const Pacing pacing{a, submitter, seed};
+      const SubmitFn submit = [workers](Probe p) { RunRegion(workers, p); };
+      // Warm up: threads started, the runtime's first-use costs paid.
       if (mode == "pair") {
-        absl::StatusOr<WakePoint> p = RunPair(gap, n);
-        if (!p.ok()) {
+        if (absl::StatusOr<WakePoint> p = RunPair(10000, 200, pacing);
+            !p.ok()) {
           absl::FPrintF(stderr, "tradeoff_omp: %s\n", p.status().message());
           return 1;
         }
-        curve.points.push_back(*p);
       } else {
-        curve.points.push_back(MeasurePool(submit, gap, n));
+        MeasurePool(submit, 10000, 200, pacing);
       }
+      for (int64_t gap : kSweepGapsNs) {
+        const int n = SamplesFor(MeanSpacingNs(a, gap), point_ms, min_samples,
+                                 max_samples);
+        if (mode == "pair") {
+          absl::StatusOr<WakePoint> p = RunPair(gap, n, pacing);
+          if (!p.ok()) {
+            absl::FPrintF(stderr, "tradeoff_omp: %s\n", p.status().message());
+            return 1;
+          }
+          curve.points.push_back(*p);
+        } else {
+          curve.points.push_back(MeasurePool(submit, gap, n, pacing));
+        }
+      }
+      curves.push_back(std::move(curve));
     }
-    curves.push_back(std::move(curve));
   }
   fputs(CurvesCsv(curves).c_str(), stdout);
   return 0;

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "arch/cpu_wait.h"
@@ -23,13 +24,19 @@ int64_t CpuNs(clockid_t clock) {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-void WaitUntil(int64_t t) {
+void SleepUntil(int64_t t) {
+  const timespec ts{static_cast<time_t>(t / 1000000000),
+                    static_cast<long>(t % 1000000000)};
+  clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+}
+
+// Waits until monotonic time `t` as `submitter` says (wake_harness.h).
+void WaitUntil(int64_t t, Submitter submitter) {
   const int64_t left = t - arch::MonotonicNowNs();
-  if (left > kSpinGapNs) {
-    const int64_t wake = t - kSleepMarginNs;
-    timespec ts{static_cast<time_t>(wake / 1000000000),
-                static_cast<long>(wake % 1000000000)};
-    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+  if (submitter == Submitter::kSleep) {
+    if (left > kSleepMarginNs) SleepUntil(t - kSleepMarginNs);
+  } else if (left > kSpinGapNs) {
+    SleepUntil(t - kSpinSleepMarginNs);
   }
   while (arch::MonotonicNowNs() < t) arch::CpuRelax();
 }
@@ -38,9 +45,12 @@ void WaitUntil(int64_t t) {
 // kernel allows (the default slack is 50 us). Failure only costs accuracy.
 void TightenTimerSlack() { (void)arch::SetThreadTimerSlackNs(1); }
 
-// Waits until `counter` reaches `target`: spins kDoneSpinNs, then sleeps.
-void AwaitCount(std::atomic<uint32_t>& counter, uint32_t target) {
-  const int64_t spin_until = arch::MonotonicNowNs() + kDoneSpinNs;
+// Waits until `counter` reaches `target`: Submitter::kSpin spins
+// kDoneSpinNs first; then it sleeps.
+void AwaitCount(std::atomic<uint32_t>& counter, uint32_t target,
+                Submitter submitter) {
+  const int64_t spin_until =
+      submitter == Submitter::kSpin ? arch::MonotonicNowNs() + kDoneSpinNs : 0;
   uint32_t seen = counter.load(std::memory_order_acquire);
   while (seen < target && arch::MonotonicNowNs() < spin_until) {
     arch::CpuRelax();
@@ -58,6 +68,77 @@ void Report(std::atomic<uint32_t>& counter) {
 }
 
 }  // namespace
+
+std::string ArrivalsName(Arrivals arrivals) {
+  switch (arrivals) {
+    case Arrivals::kPeriodic:
+      return "periodic";
+    case Arrivals::kPoisson:
+      return "poisson";
+    case Arrivals::kBursty:
+      return "bursty";
+  }
+  return "?";
+}
+
+bool ParseArrivals(absl::string_view text, Arrivals* arrivals) {
+  for (Arrivals a :
+       {Arrivals::kPeriodic, Arrivals::kPoisson, Arrivals::kBursty}) {
+    if (text == ArrivalsName(a)) {
+      *arrivals = a;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string SubmitterName(Submitter submitter) {
+  return submitter == Submitter::kSleep ? "sleep" : "spin";
+}
+
+bool ParseSubmitter(absl::string_view text, Submitter* submitter) {
+  for (Submitter s : {Submitter::kSleep, Submitter::kSpin}) {
+    if (text == SubmitterName(s)) {
+      *submitter = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+ArrivalSchedule::ArrivalSchedule(Arrivals arrivals, int64_t gap_ns,
+                                 uint64_t seed)
+    : arrivals_(arrivals), gap_ns_(gap_ns), state_(seed) {}
+
+ArrivalSchedule::Step ArrivalSchedule::Next() {
+  const int64_t i = index_++;
+  switch (arrivals_) {
+    case Arrivals::kPeriodic:
+      return {gap_ns_, false};
+    case Arrivals::kPoisson: {
+      // splitmix64 (Steele, Lea, Flood 2014): specified to the bit, unlike
+      // the standard library's distributions, so a seed gives the same
+      // gaps everywhere. The top 53 bits make u in [0, 1).
+      uint64_t z = (state_ += 0x9e3779b97f4a7c15u);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+      z ^= z >> 31;
+      const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+      return {
+          static_cast<int64_t>(-static_cast<double>(gap_ns_) * std::log1p(-u)),
+          false};
+    }
+    case Arrivals::kBursty:
+      if (i % kBurstSize == 0) return {gap_ns_, false};
+      return {kBurstSpacingNs, true};
+  }
+  return {gap_ns_, false};
+}
+
+int64_t MeanSpacingNs(Arrivals arrivals, int64_t gap_ns) {
+  if (arrivals != Arrivals::kBursty) return gap_ns;
+  return (gap_ns + (kBurstSize - 1) * kBurstSpacingNs) / kBurstSize;
+}
 
 int SamplesFor(int64_t gap_ns, int64_t point_ms, int min_samples,
                int max_samples) {
@@ -86,21 +167,25 @@ WakePoint Summarize(int64_t gap_ns, std::vector<int64_t>& latencies_ns,
   return p;
 }
 
-PairRun::PairRun(int64_t gap_ns, int samples)
+PairRun::PairRun(int64_t gap_ns, int samples, const Pacing& pacing)
     : gap_ns_(gap_ns),
       samples_(samples),
+      pacing_(pacing),
       signal_ns_(static_cast<size_t>(samples + kWarmupWakes)),
       wake_ns_(static_cast<size_t>(samples + kWarmupWakes)) {}
 
 void PairRun::WakerSide(WakeChannel& channel) {
   TightenTimerSlack();
+  ArrivalSchedule schedule(pacing_.arrivals, gap_ns_, pacing_.seed);
+  schedule.Next();  // Wake 0 comes now.
   int64_t next = arch::MonotonicNowNs();
   for (int i = 0; i < samples_ + kWarmupWakes; ++i) {
-    WaitUntil(next);
+    WaitUntil(next, pacing_.submitter);
     signal_ns_[i] = arch::MonotonicNowNs();
     channel.Signal();
-    AwaitCount(reported_, static_cast<uint32_t>(i + 1));
-    next = wake_ns_[i] + gap_ns_;
+    AwaitCount(reported_, static_cast<uint32_t>(i + 1), pacing_.submitter);
+    const ArrivalSchedule::Step step = schedule.Next();
+    next = (step.in_burst ? signal_ns_[i] : wake_ns_[i]) + step.wait_ns;
   }
 }
 
@@ -128,8 +213,9 @@ WakePoint PairRun::Result() {
   return Summarize(gap_ns_, latencies, waiter_cpu_ns_, waiter_wall_ns_);
 }
 
-WakePoint MeasurePair(WakeChannel& channel, int64_t gap_ns, int samples) {
-  PairRun run(gap_ns, samples);
+WakePoint MeasurePair(WakeChannel& channel, int64_t gap_ns, int samples,
+                      const Pacing& pacing) {
+  PairRun run(gap_ns, samples, pacing);
   std::thread waiter([&] { run.WaiterSide(channel); });
   std::thread waker([&] { run.WakerSide(channel); });
   waker.join();
@@ -142,29 +228,47 @@ void Probe::operator()() const noexcept {
   Report(*done);
 }
 
-WakePoint MeasurePool(const SubmitFn& submit, int64_t gap_ns, int samples) {
+WakePoint MeasurePool(const SubmitFn& submit, int64_t gap_ns, int samples,
+                      const Pacing& pacing) {
   TightenTimerSlack();
-  std::vector<int64_t> latencies(static_cast<size_t>(samples + kWarmupWakes));
+  const int total = samples + kWarmupWakes;
+  std::vector<int64_t> latencies(static_cast<size_t>(total));
+  // A probe replaces its latencies[] slot, the submit time, by its latency.
+  std::vector<int64_t> submitted(static_cast<size_t>(total));
   // Outlives the call: the last probe may still be in notify_one() on it
   // when the count it wrote lets this function return.
   static thread_local std::atomic<uint32_t> done;
   done.store(0, std::memory_order_relaxed);
+  ArrivalSchedule schedule(pacing.arrivals, gap_ns, pacing.seed);
+  schedule.Next();  // Probe 0 goes now.
   int64_t cpu0 = 0, self0 = 0, wall0 = 0;
   int64_t next = arch::MonotonicNowNs();
-  for (int i = 0; i < samples + kWarmupWakes; ++i) {
+  // Probes [first_pending, i) are submitted and maybe not yet run.
+  int first_pending = 0;
+  for (int i = 0; i < total; ++i) {
     if (i == kWarmupWakes) {
       cpu0 = CpuNs(CLOCK_PROCESS_CPUTIME_ID);
       self0 = CpuNs(CLOCK_THREAD_CPUTIME_ID);
       wall0 = arch::MonotonicNowNs();
     }
-    WaitUntil(next);
-    const int64_t t0 = arch::MonotonicNowNs();
-    latencies[i] = t0;
+    WaitUntil(next, pacing.submitter);
+    submitted[i] = arch::MonotonicNowNs();
+    latencies[i] = submitted[i];
     submit(Probe{&latencies[i], &done});
-    // One at a time: the next submission waits for this task to have run,
-    // and the gap counts from when it ran.
-    AwaitCount(done, static_cast<uint32_t>(i + 1));
-    next = t0 + latencies[i] + gap_ns;
+    const ArrivalSchedule::Step step = schedule.Next();
+    if (step.in_burst && i + 1 < total) {
+      // The next probe of the burst does not wait for this one to run.
+      next = submitted[i] + step.wait_ns;
+      continue;
+    }
+    // The gap counts from when the last pending probe ran.
+    AwaitCount(done, static_cast<uint32_t>(i + 1), pacing.submitter);
+    int64_t ran = 0;
+    for (int k = first_pending; k <= i; ++k) {
+      ran = std::max(ran, submitted[k] + latencies[k]);
+    }
+    first_pending = i + 1;
+    next = ran + step.wait_ns;
   }
   const int64_t wall = arch::MonotonicNowNs() - wall0;
   const int64_t pool_cpu = (CpuNs(CLOCK_PROCESS_CPUTIME_ID) - cpu0) -

@@ -1,5 +1,6 @@
-// bench/tradeoff_table: the CSV round trip, the Markdown tables, and the
-// verdict on the tradeoff target, on hand-made curves.
+// bench/tradeoff_table: the CSV round trip (RFC 4180 quoting included), the
+// Markdown tables, the dominance rule, and the verdict on the tradeoff
+// target, on hand-made curves.
 
 #include "bench/tradeoff_table.h"
 
@@ -55,9 +56,10 @@ std::vector<Curve> Balanced() {
 TEST(TradeoffTable, CsvRoundTrip) {
   const std::vector<Curve> curves = Balanced();
   const std::string csv = CurvesCsv(curves);
-  EXPECT_THAT(csv, HasSubstr("mode,contender,gap_us,samples,mean_us,p50_us,"
-                             "p99_us,cpu_pct\n"));
-  EXPECT_THAT(csv, HasSubstr("pair,spinner,1,100,1.000,0.800,3.000,100.000"));
+  EXPECT_THAT(csv, HasSubstr("mode,arrivals,contender,gap_us,samples,mean_us,"
+                             "p50_us,p99_us,cpu_pct\n"));
+  EXPECT_THAT(csv, HasSubstr("pair,periodic,spinner,1,100,1.000,0.800,3.000,"
+                             "100.000"));
   absl::StatusOr<std::vector<Curve>> back = ParseCurvesCsv(csv);
   ASSERT_TRUE(back.ok()) << back.status();
   ASSERT_EQ(back->size(), 3u);
@@ -68,14 +70,53 @@ TEST(TradeoffTable, CsvRoundTrip) {
   EXPECT_DOUBLE_EQ((*back)[2].points[0].mean_us, 20);
 }
 
-TEST(TradeoffTable, MalformedCsvNamesTheLine) {
-  for (const char* bad : {"pair,x,1,100,1.0,1.0,1.0\n",
-                          "pair,x,one,100,1,1,1,1\n", "pair,x,1,0,1,1,1,1\n",
-                          "pair,,1,100,1,1,1,1\n", "pair,x,1,100,1,1,1,-5\n"}) {
+TEST(TradeoffTable, CsvFieldsAreQuotedAsRfc4180Says) {
+  EXPECT_EQ(CsvField("plain name"), "plain name");
+  EXPECT_EQ(CsvField("a, b"), "\"a, b\"");
+  EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(CsvField("two\nlines"), "\"two\nlines\"");
+  absl::StatusOr<std::vector<std::vector<std::string>>> r =
+      ParseCsv("a,\"b, \"\"c\"\"\",d\r\n\"x\ny\",,\n\nlast");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_THAT((*r)[0], ElementsAre("a", "b, \"c\"", "d"));
+  EXPECT_THAT((*r)[1], ElementsAre("x\ny", "", ""));
+  EXPECT_THAT((*r)[2], ElementsAre("last"));
+  EXPECT_THAT(ParseCsv("a,\"open\n").status().message(),
+              HasSubstr("CSV record 1: a quoted field is not closed"));
+  EXPECT_THAT(ParseCsv("ok\na,\"b\"c\n").status().message(),
+              HasSubstr("CSV record 2: text after a closing quote"));
+}
+
+TEST(TradeoffTable, NamesWithCommasAndQuotesSurviveTheRoundTrip) {
+  std::vector<Curve> curves = Balanced();
+  curves[1].contender = "haltpool default, back-off off";
+  curves[2].contender = "the \"blocker\", quoted";
+  curves[2].arrivals = "bursty";
+  const std::string csv = CurvesCsv(curves);
+  EXPECT_THAT(csv, HasSubstr("pair,periodic,\"haltpool default, back-off "
+                             "off\",1,100,"));
+  absl::StatusOr<std::vector<Curve>> back = ParseCurvesCsv(csv);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), 3u);
+  EXPECT_EQ((*back)[1].contender, "haltpool default, back-off off");
+  EXPECT_EQ((*back)[2].contender, "the \"blocker\", quoted");
+  EXPECT_EQ((*back)[2].arrivals, "bursty");
+  EXPECT_EQ((*back)[0].arrivals, "periodic");
+  EXPECT_DOUBLE_EQ((*back)[1].points[0].mean_us, 1.0);
+}
+
+TEST(TradeoffTable, MalformedCsvNamesTheRecord) {
+  for (const char* bad :
+       {"pair,periodic,x,1,100,1.0,1.0,1.0\n",
+        "pair,periodic,x,one,100,1,1,1,1\n", "pair,periodic,x,1,0,1,1,1,1\n",
+        "pair,periodic,,1,100,1,1,1,1\n", "pair,periodic,x,1,100,1,1,1,-5\n",
+        "pair,x,1,100,1,1,1,1\n"}) {
     absl::StatusOr<std::vector<Curve>> c = ParseCurvesCsv(bad);
     ASSERT_FALSE(c.ok()) << bad;
-    EXPECT_THAT(c.status().message(), HasSubstr("CSV line 1"));
-    EXPECT_THAT(c.status().message(), HasSubstr("accepted: mode,contender"));
+    EXPECT_THAT(c.status().message(), HasSubstr("CSV record 1"));
+    EXPECT_THAT(c.status().message(),
+                HasSubstr("accepted: mode,arrivals,contender"));
   }
 }
 
@@ -87,6 +128,61 @@ TEST(TradeoffTable, MarkdownHasATableOfEachKindPerMode) {
   EXPECT_THAT(md, HasSubstr("| spinner | 1.00 (0.80 / 3.0) | 15.00 (12.00 / "
                             "45.0) |"));
   EXPECT_THAT(md, HasSubstr("| blocker | 5.0 | 1.0 |"));
+}
+
+TEST(TradeoffTable, MarkdownTablesArePerArrivalProcess) {
+  std::vector<Curve> curves = Balanced();
+  for (Curve c : Balanced()) {
+    c.arrivals = "poisson";
+    curves.push_back(c);
+  }
+  const std::string md = CurvesMarkdown(curves);
+  EXPECT_THAT(md, HasSubstr("#### pair: mean wake latency"));
+  EXPECT_THAT(md, HasSubstr("#### pair, poisson arrivals: mean wake latency"));
+  EXPECT_THAT(md, HasSubstr("#### pair, poisson arrivals: CPU the waiting"));
+}
+
+// The rule at its edges: 0.8x the latency exactly and the CPU plus 1 % of
+// a CPU exactly still dominate; a hair beyond either does not.
+TEST(TradeoffTable, DominanceNeedsBothLowerLatencyAndNoMoreCpu) {
+  const WakePoint base = Point(1000, 10, 0.20);
+  EXPECT_TRUE(Dominates(Point(1000, 8, 0.21), base));
+  EXPECT_TRUE(Dominates(Point(1000, 1, 0.0), base));
+  EXPECT_FALSE(Dominates(Point(1000, 8.01, 0.0), base));  // Not fast enough.
+  EXPECT_FALSE(Dominates(Point(1000, 1, 0.2101), base));  // Too hungry.
+  EXPECT_FALSE(Dominates(base, base));
+}
+
+TEST(TradeoffTable, JudgeDominanceNamesTheDominatingContenders) {
+  std::vector<Curve> curves = Balanced();
+  // At 1 us: 0.9 us at 31 % of a CPU dominates the default's 1.2 us at
+  // 30 %; the spinner (1.0 us at 100 %) does not. At 1 ms nobody does.
+  curves.push_back(MakeCurve(
+      "lean", false, false, {Point(1000, 0.9, 0.31), Point(1000000, 12, 0.5)}));
+  // Another arrival process is judged apart: this one's default is alone.
+  Curve other = curves[0];
+  other.arrivals = "bursty";
+  curves.push_back(other);
+  const std::vector<DominanceVerdict> v = JudgeDominance(curves);
+  ASSERT_EQ(v.size(), 4u);
+  EXPECT_EQ(v[0].arrivals, "periodic");
+  EXPECT_EQ(v[0].gap_ns, 1000);
+  EXPECT_THAT(v[0].dominated_by, ElementsAre("lean"));
+  EXPECT_EQ(v[0].fastest, "lean");
+  EXPECT_DOUBLE_EQ(v[0].default_to_fastest, 1.2 / 0.9);
+  EXPECT_THAT(v[1].dominated_by, IsEmpty());
+  EXPECT_EQ(v[1].fastest, "lean");
+  EXPECT_EQ(v[2].arrivals, "bursty");
+  EXPECT_THAT(v[2].dominated_by, IsEmpty());
+  EXPECT_EQ(v[2].fastest, "haltpool default");
+  EXPECT_DOUBLE_EQ(v[2].default_to_fastest, 1.0);
+  const std::string md = DominanceMarkdown(v);
+  EXPECT_THAT(md, HasSubstr("#### pair: who dominates the default"));
+  EXPECT_THAT(md, HasSubstr("| 1 us | 1.20 | 30.0 | lean | 1.33 | dominated "
+                            "by: lean |"));
+  EXPECT_THAT(md, HasSubstr("| 1 ms | 14.00 | 1.0 | lean | 1.17 | not "
+                            "dominated |"));
+  EXPECT_THAT(md, HasSubstr("#### pair, bursty arrivals: who dominates"));
 }
 
 TEST(TradeoffTable, GapLabels) {
@@ -162,6 +258,8 @@ TEST(TradeoffTable, NoDefaultCurveIsNotFound) {
   EXPECT_EQ(JudgeTradeoff(curves, "pair").status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(JudgeTradeoff(Balanced(), "pool").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(JudgeTradeoff(Balanced(), "pair", "bursty").status().code(),
             absl::StatusCode::kNotFound);
 }
 
