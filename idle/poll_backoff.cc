@@ -4,9 +4,19 @@
 
 namespace haltpool::idle {
 
+std::optional<int64_t> PollBackoff::RunnableOthers(
+    const ContentionSample& s) noexcept {
+  if (!s.runnable) return std::nullopt;
+  const int64_t others = *s.runnable - 1 - s.pollers - s.busy_workers;
+  return others < 0 ? 0 : others;
+}
+
 bool PollBackoff::Contended(const ContentionSample& s) noexcept {
-  return s.steal_fraction > kStealThreshold || s.runnable > s.usable_cpus ||
-         s.preempted >= kPreemptedThreshold;
+  if (s.steal_fraction && *s.steal_fraction > kStealThreshold) return true;
+  if (s.preempted >= kPreemptedThreshold) return true;
+  if (s.cpu_wait_fraction) return *s.cpu_wait_fraction > kWaitThreshold;
+  const std::optional<int64_t> others = RunnableOthers(s);
+  return others && *others >= s.usable_cpus;
 }
 
 void PollBackoff::Update(const ContentionSample& sample) noexcept {
