@@ -72,20 +72,25 @@ std::optional<int64_t> ReadCpuPressureSomeUs() noexcept {
   return ParseCpuPressureSomeUs(absl::string_view(buf, static_cast<size_t>(n)));
 }
 
-CpuPressureReader::CpuPressureReader() noexcept
-    : fd_(open(kProcPressureCpu, O_RDONLY | O_CLOEXEC)) {}
+ProcFile::ProcFile(const char* path) noexcept
+    : fd_(open(path, O_RDONLY | O_CLOEXEC)) {}
 
-CpuPressureReader::~CpuPressureReader() {
+ProcFile::~ProcFile() {
   if (fd_ >= 0) close(fd_);
 }
 
-std::optional<int64_t> CpuPressureReader::SomeUs() noexcept {
-  if (fd_ < 0) return std::nullopt;
-  char buf[256];
+ssize_t ProcFile::Read(char* buf, size_t size) noexcept {
+  if (fd_ < 0) return -1;
   ssize_t n;
   do {
-    n = pread(fd_, buf, sizeof buf, 0);
+    n = pread(fd_, buf, size, 0);
   } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+std::optional<int64_t> ReadCpuPressureSomeUs(ProcFile& file) noexcept {
+  char buf[256];
+  const ssize_t n = file.Read(buf, sizeof buf);
   if (n <= 0) return std::nullopt;
   return ParseCpuPressureSomeUs(absl::string_view(buf, static_cast<size_t>(n)));
 }
@@ -105,6 +110,17 @@ std::optional<int64_t> ParseLoadavgRunning(absl::string_view text) noexcept {
 std::optional<int64_t> ReadLoadavgRunning() noexcept {
   char buf[128];
   const ssize_t n = ReadSmallFile(kProcLoadavg, buf, sizeof buf);
+  if (n <= 0) return std::nullopt;
+  return ParseLoadavgRunning(absl::string_view(buf, static_cast<size_t>(n)));
+}
+
+}  // namespace haltpool::arch
+
+namespace haltpool::arch {
+
+std::optional<int64_t> ReadLoadavgRunning(ProcFile& file) noexcept {
+  char buf[128];
+  const ssize_t n = file.Read(buf, sizeof buf);
   if (n <= 0) return std::nullopt;
   return ParseLoadavgRunning(absl::string_view(buf, static_cast<size_t>(n)));
 }

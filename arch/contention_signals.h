@@ -14,6 +14,9 @@
 #ifndef HALTPOOL_ARCH_CONTENTION_SIGNALS_H_
 #define HALTPOOL_ARCH_CONTENTION_SIGNALS_H_
 
+#include <sys/types.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -40,26 +43,30 @@ std::optional<int64_t> ParseCpuPressureSomeUs(absl::string_view text) noexcept;
 // with psi=0, or a sandbox without /proc. Any thread.
 std::optional<int64_t> ReadCpuPressureSomeUs() noexcept;
 
-// /proc/pressure/cpu kept open and read again from its start, one pread per
-// reading (the kernel writes the text anew for a read at offset 0): a
-// third of what opening it each time costs (bench/micro_contention).
-class CpuPressureReader {
+// A /proc file kept open and read again from its start, one pread per
+// reading (the kernel writes the text anew for a read at offset 0): a third
+// of what opening it each time costs (bench/micro_contention).
+class ProcFile {
  public:
-  // Opens the file; available() says whether that worked.
-  CpuPressureReader() noexcept;
-  ~CpuPressureReader();
-  CpuPressureReader(const CpuPressureReader&) = delete;
-  CpuPressureReader& operator=(const CpuPressureReader&) = delete;
+  // Opens `path`; available() says whether that worked.
+  explicit ProcFile(const char* path) noexcept;
+  ~ProcFile();
+  ProcFile(const ProcFile&) = delete;
+  ProcFile& operator=(const ProcFile&) = delete;
 
   bool available() const noexcept { return fd_ >= 0; }
 
-  // As ReadCpuPressureSomeUs; absent if not available() or the read fails.
-  // Allocates nothing. One thread at a time.
-  std::optional<int64_t> SomeUs() noexcept;
+  // The file's text from its start into `buf`: the bytes read, or -1 if
+  // not available() or the read failed. Allocates nothing. One thread at a
+  // time.
+  ssize_t Read(char* buf, size_t size) noexcept;
 
  private:
   int fd_ = -1;
 };
+
+// ParseCpuPressureSomeUs of `file` (/proc/pressure/cpu kept open).
+std::optional<int64_t> ReadCpuPressureSomeUs(ProcFile& file) noexcept;
 
 // The runnable thread count of /proc/loadavg ("0.09 0.91 1.60 3/148 21880":
 // 3), the reader included. Absent if the text is not in that form.
@@ -69,6 +76,9 @@ std::optional<int64_t> ParseLoadavgRunning(absl::string_view text) noexcept;
 // ParseLoadavgRunning of the real /proc/loadavg; absent if it cannot be
 // read. About 2 us (bench/micro_contention). Any thread.
 std::optional<int64_t> ReadLoadavgRunning() noexcept;
+
+// ParseLoadavgRunning of `file` (/proc/loadavg kept open).
+std::optional<int64_t> ReadLoadavgRunning(ProcFile& file) noexcept;
 
 }  // namespace haltpool::arch
 

@@ -43,9 +43,9 @@ void BM_CpuPressure(benchmark::State& state) {
 }
 
 void BM_CpuPressureKeptOpen(benchmark::State& state) {
-  arch::CpuPressureReader reader;
+  arch::ProcFile file(arch::kProcPressureCpu);
   for (auto _ : state) {
-    const std::optional<int64_t> us = reader.SomeUs();
+    const std::optional<int64_t> us = arch::ReadCpuPressureSomeUs(file);
     if (!us) {
       state.SkipWithError("/proc/pressure/cpu cannot be read");
       return;
@@ -67,6 +67,19 @@ void BM_Loadavg(benchmark::State& state) {
   state.SetLabel("/proc/loadavg, runnable threads");
 }
 
+void BM_LoadavgKeptOpen(benchmark::State& state) {
+  arch::ProcFile file(arch::kProcLoadavg);
+  for (auto _ : state) {
+    const std::optional<int64_t> n = arch::ReadLoadavgRunning(file);
+    if (!n) {
+      state.SkipWithError("/proc/loadavg cannot be read");
+      return;
+    }
+    benchmark::DoNotOptimize(*n);
+  }
+  state.SetLabel("/proc/loadavg kept open, one pread (the pool's)");
+}
+
 void BM_InvoluntarySwitches(benchmark::State& state) {
   for (auto _ : state) {
     benchmark::DoNotOptimize(arch::ThreadInvoluntarySwitches());
@@ -80,6 +93,7 @@ void RegisterAll() {
   benchmark::RegisterBenchmark("BM_CpuPressureKeptOpen",
                                BM_CpuPressureKeptOpen);
   benchmark::RegisterBenchmark("BM_Loadavg", BM_Loadavg);
+  benchmark::RegisterBenchmark("BM_LoadavgKeptOpen", BM_LoadavgKeptOpen);
   benchmark::RegisterBenchmark("BM_InvoluntarySwitches",
                                BM_InvoluntarySwitches);
 }

@@ -14,9 +14,11 @@ std::optional<int64_t> PollBackoff::RunnableOthers(
 bool PollBackoff::Contended(const ContentionSample& s) noexcept {
   if (s.steal_fraction && *s.steal_fraction > kStealThreshold) return true;
   if (s.preempted >= kPreemptedThreshold) return true;
-  if (s.cpu_wait_fraction) return *s.cpu_wait_fraction > kWaitThreshold;
+  // Others fill every CPU, and threads really waited (where the kernel
+  // says so).
   const std::optional<int64_t> others = RunnableOthers(s);
-  return others && *others >= s.usable_cpus;
+  if (!others || *others < s.usable_cpus) return false;
+  return !s.cpu_wait_fraction || *s.cpu_wait_fraction > kWaitThreshold;
 }
 
 void PollBackoff::Update(const ContentionSample& sample) noexcept {

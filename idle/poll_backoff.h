@@ -15,19 +15,20 @@
 //    latency (cloud providers' guides call a host oversubscribed there).
 //    Steal moves in 10 ms ticks and reading it (/proc/stat) is the dearest
 //    reading, so a sample carries it only now and then.
-//  - Runnable threads waited for a CPU in more than kWaitThreshold of the
-//    interval (the kernel's CPU pressure, "some"): the time, not a count, so
-//    a thread that is runnable but has a CPU is no contention, and a
-//    kworker that waits for a moment is not either. This is the harm a
-//    poller does, measured: while every runnable thread has a CPU, the wait
-//    stays near 0 whatever polls.
-//  - Without CPU pressure (kernels before 4.20, psi=0): the runnable count,
-//    minus the threads this pool knows are its own (the sampler, the
-//    pollers, the busy workers), is at least the usable CPUs. Those others
-//    could fill every CPU alone, so a poller necessarily holds a CPU one of
-//    them wants. The pool's own busy workers and the sampler are left out:
-//    they have work or are about to idle, and counting them is what made a
-//    submitter plus a worker on 2 CPUs look contended.
+//  - Runnable threads that are not this pool's fill every usable CPU, and
+//    threads really waited for a CPU in more than kWaitThreshold of the
+//    interval. The count (/proc/loadavg's runnable threads, minus the
+//    threads this pool knows are its own: the sampler, the pollers, the
+//    busy workers) says the others could fill every CPU alone, so a poller
+//    necessarily holds a CPU one of them wants. The pool's own threads are
+//    left out: counting them is what made a submitter plus a worker on 2
+//    CPUs look contended. A count is a snapshot (a kworker that runs for
+//    50 us, a thread about to block), so the kernel's CPU pressure
+//    ("some": time in which a runnable thread waited) confirms it where the
+//    kernel has it (4.20 and later, unless booted with psi=0). The wait
+//    alone does not decide: it counts this pool's own threads waiting for
+//    each other (a submitter, a busy worker and a poller on 2 CPUs wait
+//    30-97 % of the time on an otherwise idle 2-vCPU guest).
 //  - A poller was switched out involuntarily while it polled (the sampler
 //    counts its switches around the poll that follows a sample): the
 //    scheduler took the CPU from the poller for someone who wanted it. One
@@ -58,8 +59,7 @@ struct ContentionSample {
   std::optional<double> steal_fraction;
   // Share of the interval in which some runnable thread waited for a CPU.
   std::optional<double> cpu_wait_fraction;
-  // Runnable threads on the machine, the sampler included (/proc/loadavg);
-  // read only where cpu_wait_fraction cannot be.
+  // Runnable threads on the machine, the sampler included (/proc/loadavg).
   std::optional<int64_t> runnable;
   int64_t pollers = 0;       // The pool's workers polling now.
   int64_t busy_workers = 0;  // The pool's workers running, sampler excluded.
@@ -70,9 +70,9 @@ struct ContentionSample {
 class PollBackoff {
  public:
   static constexpr double kStealThreshold = 0.10;
-  // 10 %: 1 ms of every 10 ms with a thread kept from a CPU. On an idle
-  // 2-vCPU KVM guest with a submitter and a polling pool it stays under 1 %
-  // (bench/oversubscription, the "idle" row).
+  // 10 %: 1 ms of every 10 ms with a thread kept from a CPU, the same
+  // share as steal; with hogs filling every CPU it reads 60-100 %
+  // (bench/oversubscription).
   static constexpr double kWaitThreshold = 0.10;
   static constexpr int64_t kPreemptedThreshold = 1;
   static constexpr int kMaxLevel = 4;

@@ -50,9 +50,11 @@ idle::ContentionSample ContentionMonitor::Read(int64_t now_ns) noexcept {
   if (probe_) return probe_();
   idle::ContentionSample s;
   s.usable_cpus = usable_cpus_;
-  // CPU pressure where the kernel has it, else the runnable count. Either
-  // unreadable (a sandbox without /proc): no signal from it.
-  if (const std::optional<int64_t> wait_us = pressure_.SomeUs()) {
+  // Both kept open, one pread each. Either unreadable (a sandbox without
+  // /proc, a kernel without pressure information): no signal from it.
+  s.runnable = arch::ReadLoadavgRunning(loadavg_);
+  if (const std::optional<int64_t> wait_us =
+          arch::ReadCpuPressureSomeUs(pressure_)) {
     if (last_wait_us_ && now_ns > last_wait_ns_ && *wait_us >= *last_wait_us_) {
       s.cpu_wait_fraction = std::min(
           1.0, 1000.0 * static_cast<double>(*wait_us - *last_wait_us_) /
@@ -60,8 +62,6 @@ idle::ContentionSample ContentionMonitor::Read(int64_t now_ns) noexcept {
     }
     last_wait_us_ = wait_us;
     last_wait_ns_ = now_ns;
-  } else {
-    s.runnable = arch::ReadLoadavgRunning();
   }
   // Steal every kStealEvery-th sample, over the span since the last one.
   if (--samples_to_steal_ <= 0) {

@@ -1,5 +1,5 @@
 // The pool's view of CPU contention: every kSampleIntervalNs one worker
-// about to idle samples CPU pressure (or the runnable count), now and then
+// about to idle samples the runnable count and CPU pressure, now and then
 // steal time, and its own involuntary switches around the poll that
 // follows; it feeds the samples to idle::PollBackoff and gives every
 // worker's park the resulting poll cap.
@@ -76,10 +76,10 @@ class ContentionMonitor {
   // sample is due and no other worker is taking it, takes it: `pollers` is
   // how many workers poll now, `busy_workers` how many others run; `mark`
   // starts measuring this worker's next poll (AfterIdle). Otherwise returns
-  // at once: one atomic load. The sample reads /proc/pressure/cpu through a
-  // descriptor kept open (one pread, about 2 us; /proc/loadavg where there
-  // is no CPU pressure), /proc/stat every kStealEvery-th time (10 us) and
-  // calls getrusage (1 us). Allocates nothing. Any worker thread.
+  // at once: one atomic load. The sample reads /proc/loadavg and
+  // /proc/pressure/cpu through descriptors kept open (one pread each, a few
+  // us), /proc/stat every kStealEvery-th time (10 us) and calls getrusage
+  // (1 us). Allocates nothing. Any worker thread.
   void MaybeSample(int64_t now_ns, int pollers, int busy_workers,
                    ContentionMark& mark) noexcept;
 
@@ -112,7 +112,8 @@ class ContentionMonitor {
   std::atomic<int64_t> preempted_{0};  // Since the last sample.
   mutable std::mutex mu_;  // Guards what follows; the sampler holds it.
   idle::PollBackoff backoff_;
-  arch::CpuPressureReader pressure_;
+  arch::ProcFile pressure_{arch::kProcPressureCpu};
+  arch::ProcFile loadavg_{arch::kProcLoadavg};
   std::optional<int64_t> last_wait_us_;
   int64_t last_wait_ns_ = 0;  // When last_wait_us_ was read.
   int samples_to_steal_ = 0;  // Samples left before the next steal reading.

@@ -55,12 +55,13 @@ TEST(PollBackoff, AnOutsideSubmitterAndTheSamplerOnTwoCpusAreNoContention) {
     b.Update(s);
     EXPECT_EQ(b.level(), 0) << i;
   }
-  // The same with the kernel's CPU pressure: a wait under 1 %.
+  // The same with the kernel's CPU pressure, even where the pool's own
+  // threads wait for each other (a poller and a busy worker beside the
+  // submitter): none of them is someone else's.
   PollBackoff p;
   for (int i = 0; i < 100; ++i) {
     ContentionSample s = OutsideSubmitterOnTwoCpus(i * kInterval, i);
-    s.cpu_wait_fraction = 0.004;
-    s.runnable.reset();
+    s.cpu_wait_fraction = i % 2 ? 0.004 : 0.9;
     p.Update(s);
     EXPECT_EQ(p.level(), 0) << i;
   }
@@ -87,16 +88,21 @@ TEST(PollBackoff, OthersThatFillEveryCpuAreContention) {
   EXPECT_FALSE(PollBackoff::Contended(s));
 }
 
-TEST(PollBackoff, CpuWaitDecidesWhereTheKernelGivesIt) {
-  // Many runnable, but none waits: each has a CPU.
+TEST(PollBackoff, CpuWaitConfirmsTheCountWhereTheKernelGivesIt) {
+  // Others fill both CPUs, but none waits: each has a CPU (the snapshot
+  // caught a kworker, or a thread about to block).
   ContentionSample s = Quiet(0);
   s.runnable = 9;
   s.cpu_wait_fraction = 0.02;
   EXPECT_FALSE(PollBackoff::Contended(s));
-  // Threads kept from a CPU a fifth of the time.
-  s.runnable = 1;
+  // Others fill both CPUs and threads were kept from a CPU a fifth of the
+  // time.
   s.cpu_wait_fraction = 0.2;
   EXPECT_TRUE(PollBackoff::Contended(s));
+  // Threads waited, but no one else's fills the CPUs: this pool's own.
+  s.runnable = 2;
+  s.cpu_wait_fraction = 0.9;
+  EXPECT_FALSE(PollBackoff::Contended(s));
 }
 
 TEST(PollBackoff, AbsentReadingsAreNoSignal) {
@@ -119,11 +125,9 @@ TEST(PollBackoff, EachSignalAloneIsContention) {
   steal.steal_fraction = 0.25;
   ContentionSample runnable = Quiet(0);
   runnable.runnable = 3;  // The sampler and two others on 2 CPUs.
-  ContentionSample wait = Quiet(0);
-  wait.cpu_wait_fraction = 0.5;
   ContentionSample preempted = Quiet(0);
   preempted.preempted = PollBackoff::kPreemptedThreshold;
-  for (const ContentionSample& s : {steal, runnable, wait, preempted}) {
+  for (const ContentionSample& s : {steal, runnable, preempted}) {
     EXPECT_TRUE(PollBackoff::Contended(s));
     PollBackoff b;
     b.Update(s);
@@ -138,7 +142,7 @@ TEST(PollBackoff, TheThresholdsAreStrict) {
   s.runnable = s.usable_cpus;  // The sampler and one other on 2 CPUs.
   s.preempted = PollBackoff::kPreemptedThreshold - 1;
   EXPECT_FALSE(PollBackoff::Contended(s));
-  s.runnable.reset();
+  s.runnable = 3;  // Others fill both CPUs; the wait decides.
   s.cpu_wait_fraction = PollBackoff::kWaitThreshold;
   EXPECT_FALSE(PollBackoff::Contended(s));
 }
