@@ -177,6 +177,7 @@ set(HALTPOOL_TESTS
   tests/io/io_backend_test.cc
   tests/io/io_reactor_test.cc
   tests/io/uring_reactor_test.cc
+  tests/pool/contention_monitor_test.cc
   tests/pool/coro_stress_test.cc
   tests/pool/coro_test.cc
   tests/pool/idle_workers_test.cc

@@ -4,9 +4,21 @@
 
 namespace haltpool::idle {
 
+std::optional<int64_t> PollBackoff::RunnableOthers(
+    const ContentionSample& s) noexcept {
+  if (!s.runnable) return std::nullopt;
+  const int64_t others = *s.runnable - 1 - s.pollers - s.busy_workers;
+  return others < 0 ? 0 : others;
+}
+
 bool PollBackoff::Contended(const ContentionSample& s) noexcept {
-  return s.steal_fraction > kStealThreshold || s.runnable > s.usable_cpus ||
-         s.preempted >= kPreemptedThreshold;
+  if (s.steal_fraction && *s.steal_fraction > kStealThreshold) return true;
+  if (s.preempted >= kPreemptedThreshold) return true;
+  // Others fill every CPU, and threads really waited (where the kernel
+  // says so).
+  const std::optional<int64_t> others = RunnableOthers(s);
+  if (!others || *others < s.usable_cpus) return false;
+  return !s.cpu_wait_fraction || *s.cpu_wait_fraction > kWaitThreshold;
 }
 
 void PollBackoff::Update(const ContentionSample& sample) noexcept {

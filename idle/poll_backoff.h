@@ -1,21 +1,40 @@
 // Backing off polling while the CPUs are contended: a poller must not take
 // a CPU that other runnable work needs. A plain policy value, fed samples
-// taken every few milliseconds by the pool (never on every park); it says
-// how much of the governor's poll window may still be used.
+// the pool takes every 10 ms (never on every park, and never while a worker
+// is announced idle: runtime/contention_monitor.h); it says how much of the
+// governor's poll window may still be used. It measures before it acts:
+// every rule asks whether polling takes a CPU from something, not whether
+// the machine is busy. A busy machine whose threads all have a CPU (one
+// outside submitter and a worker on 2 CPUs, a busy client process next to a
+// 1-worker pool) keeps polling.
 //
-// The signals, and when each counts as contention:
-//  - Steal time above kStealThreshold of the interval: the hypervisor runs
+// The rules, and why each one means polling takes a CPU from someone:
+//  - Steal above kStealThreshold of the interval: the hypervisor runs
 //    something else on this guest's physical CPUs; a polling vCPU adds to
 //    the demand that causes it. 10 % is where steal starts to show in
 //    latency (cloud providers' guides call a host oversubscribed there).
-//  - More runnable threads than usable CPUs, pollers not counted (they
-//    would stop for the work): a runnable thread is waiting for a CPU, and
-//    a poller may be holding the one it needs.
-//  - The sampling worker was switched out involuntarily kPreemptedThreshold
-//    times or more since its last sample while it had polled: the
-//    scheduler kept taking the CPU from a poller to give it to someone
-//    else. One or two in 10 ms are the kernel's own housekeeping (kworkers,
-//    softirq threads) and say nothing about the load.
+//    Steal moves in 10 ms ticks and reading it (/proc/stat) is the dearest
+//    reading, so a sample carries it only now and then.
+//  - Runnable threads that are not this pool's fill every usable CPU, and
+//    threads really waited for a CPU in more than kWaitThreshold of the
+//    interval. The count (/proc/loadavg's runnable threads, minus the
+//    threads this pool knows are its own: the sampler, the pollers, the
+//    busy workers) says the others could fill every CPU alone, so a poller
+//    necessarily holds a CPU one of them wants. The pool's own threads are
+//    left out: counting them is what made a submitter plus a worker on 2
+//    CPUs look contended. A count is a snapshot (a kworker that runs for
+//    50 us, a thread about to block), so the kernel's CPU pressure
+//    ("some": time in which a runnable thread waited) confirms it where the
+//    kernel has it (4.20 and later, unless booted with psi=0). The wait
+//    alone does not decide: it counts this pool's own threads waiting for
+//    each other (a submitter, a busy worker and a poller on 2 CPUs wait
+//    30-97 % of the time on an otherwise idle 2-vCPU guest).
+//  - A poller was switched out involuntarily while it polled (the sampler
+//    counts its switches around the poll that follows a sample): the
+//    scheduler took the CPU from the poller for someone who wanted it. One
+//    suffices: a poll lasts at most the poll cap (200 us by default), and
+//    the kernel's housekeeping (a few switches per second) rarely lands in
+//    one.
 //
 // Each contended sample halves the poll cap once more (level 1: cap/2, 2:
 // cap/4, 3: cap/8) and the fourth stops polling (kMaxLevel). Recovery is
@@ -27,27 +46,46 @@
 #define HALTPOOL_IDLE_POLL_BACKOFF_H_
 
 #include <cstdint>
+#include <optional>
 
 namespace haltpool::idle {
 
-// One sample of the signals above.
+// One sample of the readings above, as the machine gives them; the policy
+// does the arithmetic. An absent reading is no signal either way.
 struct ContentionSample {
   int64_t now_ns = 0;
-  double steal_fraction = 0;  // Stolen share of CPU time since the last one.
-  int64_t runnable = 0;       // Runnable threads, pollers not counted.
-  int64_t usable_cpus = 1;    // CPUs the process may use.
-  int64_t preempted = 0;      // Involuntary switches of a worker that polled.
+  // Stolen share of CPU time since the last steal reading; absent in the
+  // samples that did not read steal.
+  std::optional<double> steal_fraction;
+  // Share of the interval in which some runnable thread waited for a CPU.
+  std::optional<double> cpu_wait_fraction;
+  // Runnable threads on the machine, the sampler included (/proc/loadavg).
+  std::optional<int64_t> runnable;
+  int64_t pollers = 0;       // The pool's workers polling now.
+  int64_t busy_workers = 0;  // The pool's workers running, sampler excluded.
+  int64_t usable_cpus = 1;   // CPUs the process may use.
+  int64_t preempted = 0;     // Involuntary switches while polling.
 };
 
 class PollBackoff {
  public:
   static constexpr double kStealThreshold = 0.10;
-  static constexpr int64_t kPreemptedThreshold = 3;
+  // 10 %: 1 ms of every 10 ms with a thread kept from a CPU, the same
+  // share as steal; with hogs filling every CPU it reads 60-100 %
+  // (bench/oversubscription).
+  static constexpr double kWaitThreshold = 0.10;
+  static constexpr int64_t kPreemptedThreshold = 1;
   static constexpr int kMaxLevel = 4;
   // 100 ms: ten samples at the pool's 10 ms interval, longer than a CFS
   // scheduling period (24 ms with 8 runnable threads), so one quiet sample
   // between busy ones does not restore polling.
   static constexpr int64_t kHoldNs = 100000000;
+
+  // Runnable threads that are not this pool's: `runnable` minus the
+  // sampler, the pollers and the busy workers, at least 0; absent with
+  // `runnable`.
+  static std::optional<int64_t> RunnableOthers(
+      const ContentionSample& sample) noexcept;
 
   // Whether `sample` shows contention, by the rules above.
   static bool Contended(const ContentionSample& sample) noexcept;

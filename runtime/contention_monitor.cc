@@ -4,11 +4,20 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "arch/contention_signals.h"
 #include "arch/proc_stat.h"
 
 namespace haltpool {
+
+namespace {
+
+std::string Percent(const std::optional<double>& fraction) {
+  return fraction ? absl::StrFormat("%.1f%%", 100 * *fraction) : "-";
+}
+
+}  // namespace
 
 std::string FormatBackoff(const BackoffStats& s) {
   if (!s.enabled) return "off";
@@ -16,13 +25,17 @@ std::string FormatBackoff(const BackoffStats& s) {
                           : s.poll_cap_ns == 0
                               ? "0, no polling"
                               : absl::StrFormat("%d ns", s.poll_cap_ns);
+  const std::optional<int64_t> others =
+      idle::PollBackoff::RunnableOthers(s.last);
   return absl::StrFormat(
       "level %d of %d (poll cap now %s); %u samples, backed off %u times, "
-      "recovered %u times; last: steal %.1f%%, %d runnable on %d CPUs, %d "
-      "preempted",
+      "recovered %u times; last: CPU wait %s, steal %s, %s other runnable, "
+      "%d preempted on %d CPUs",
       s.level, idle::PollBackoff::kMaxLevel, cap, s.samples, s.backed_off,
-      s.recovered, 100 * s.last.steal_fraction, s.last.runnable,
-      s.last.usable_cpus, s.last.preempted);
+      s.recovered, Percent(s.last.cpu_wait_fraction),
+      Percent(s.last.steal_fraction),
+      others ? absl::StrCat(*others) : std::string("-"), s.last.preempted,
+      s.last.usable_cpus);
 }
 
 ContentionMonitor::ContentionMonitor(
@@ -33,25 +46,39 @@ ContentionMonitor::ContentionMonitor(
       governor_cap_ns_(governor_cap_ns),
       probe_(std::move(probe)) {}
 
-idle::ContentionSample ContentionMonitor::Read(int pollers, int64_t preempted) {
+idle::ContentionSample ContentionMonitor::Read(int64_t now_ns) noexcept {
   if (probe_) return probe_();
   idle::ContentionSample s;
   s.usable_cpus = usable_cpus_;
-  s.preempted = preempted;
-  // One read of /proc/stat gives both steal and procs_running, into a fixed
-  // buffer: the sampler is a worker about to idle, a path that allocates
-  // nothing. Unreadable (a sandbox without /proc) or without procs_running:
-  // no signal from it, polling goes on.
-  arch::ProcStat now;
-  if (!arch::ReadProcStatNoAlloc(now) || !now.procs_running) return s;
-  if (last_) s.steal_fraction = arch::StealFraction(*last_, now.cpu);
-  last_ = now.cpu;
-  s.runnable = std::max<int64_t>(0, *now.procs_running - pollers);
+  // Both kept open, one pread each. Either unreadable (a sandbox without
+  // /proc, a kernel without pressure information): no signal from it.
+  s.runnable = arch::ReadLoadavgRunning(loadavg_);
+  if (const std::optional<int64_t> wait_us =
+          arch::ReadCpuPressureSomeUs(pressure_)) {
+    if (last_wait_us_ && now_ns > last_wait_ns_ && *wait_us >= *last_wait_us_) {
+      s.cpu_wait_fraction = std::min(
+          1.0, 1000.0 * static_cast<double>(*wait_us - *last_wait_us_) /
+                   static_cast<double>(now_ns - last_wait_ns_));
+    }
+    last_wait_us_ = wait_us;
+    last_wait_ns_ = now_ns;
+  }
+  // Steal every kStealEvery-th sample, over the span since the last one.
+  if (--samples_to_steal_ <= 0) {
+    samples_to_steal_ = kStealEvery;
+    arch::ProcStat now;
+    if (arch::ReadProcStatNoAlloc(now)) {
+      if (last_cpu_)
+        s.steal_fraction = arch::StealFraction(*last_cpu_, now.cpu);
+      last_cpu_ = now.cpu;
+    }
+  }
   return s;
 }
 
 void ContentionMonitor::MaybeSample(int64_t now_ns, int pollers,
-                                    int64_t& nivcsw_mark, bool& polled) {
+                                    int busy_workers,
+                                    ContentionMark& mark) noexcept {
   if (!enabled_) return;
   int64_t due = next_sample_ns_.load(std::memory_order_relaxed);
   if (now_ns < due) return;
@@ -61,14 +88,24 @@ void ContentionMonitor::MaybeSample(int64_t now_ns, int pollers,
   }
   std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
   if (!lock.owns_lock()) return;
-  const int64_t nivcsw = arch::ThreadInvoluntarySwitches();
-  const int64_t preempted = polled ? nivcsw - nivcsw_mark : 0;
-  nivcsw_mark = nivcsw;
-  polled = false;
-  idle::ContentionSample sample = Read(pollers, preempted);
+  idle::ContentionSample sample = Read(now_ns);
   sample.now_ns = now_ns;
+  sample.pollers = pollers;
+  sample.busy_workers = busy_workers;
+  // The probe stands in for every machine reading, this one included.
+  const int64_t preempted = preempted_.exchange(0, std::memory_order_relaxed);
+  if (!probe_) sample.preempted = preempted;
   backoff_.Update(sample);
   level_.store(backoff_.level(), std::memory_order_relaxed);
+  mark.nivcsw = arch::ThreadInvoluntarySwitches();
+  mark.measuring = true;
+}
+
+void ContentionMonitor::AfterIdle(ContentionMark& mark, bool polled) noexcept {
+  mark.measuring = false;
+  if (!polled) return;
+  const int64_t switches = arch::ThreadInvoluntarySwitches() - mark.nivcsw;
+  if (switches > 0) preempted_.fetch_add(switches, std::memory_order_relaxed);
 }
 
 int64_t ContentionMonitor::PollCapNs() const noexcept {

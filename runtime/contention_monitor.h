@@ -1,7 +1,14 @@
-// The pool's view of CPU contention: samples steal time, runnable threads
-// and a worker's involuntary switches every kSampleIntervalNs (one worker
-// samples, the others go on), feeds them to idle::PollBackoff, and gives
-// every worker's park the resulting poll cap.
+// The pool's view of CPU contention: every kSampleIntervalNs one worker
+// about to idle samples the runnable count and CPU pressure, now and then
+// steal time, and its own involuntary switches around the poll that
+// follows; it feeds the samples to idle::PollBackoff and gives every
+// worker's park the resulting poll cap.
+//
+// The sample is taken before the worker announces itself idle, never
+// between the announcement and the park: a submitter that finds a worker
+// announced wakes it and expects it to be parked or polling, not reading
+// files. Before the announcement the worker is, for the pool, still busy
+// running; a task submitted meanwhile is found by its recheck.
 
 #ifndef HALTPOOL_RUNTIME_CONTENTION_MONITOR_H_
 #define HALTPOOL_RUNTIME_CONTENTION_MONITOR_H_
@@ -13,6 +20,7 @@
 #include <optional>
 #include <string>
 
+#include "arch/contention_signals.h"
 #include "arch/proc_stat.h"
 #include "idle/governor.h"
 #include "idle/poll_backoff.h"
@@ -32,33 +40,53 @@ struct BackoffStats {
 };
 
 // "level 2 of 4 (poll cap now 12500 ns); 57 samples, backed off 3 times,
-// recovered 1 times; last: steal 0.0%, 3 runnable on 2 CPUs, 0 preempted",
-// or "off".
+// recovered 1 times; last: CPU wait 0.4%, steal 0.0%, 0 preempted on 2
+// CPUs", or "off". A reading the last sample lacked is "-".
 std::string FormatBackoff(const BackoffStats& stats);
+
+// What a worker keeps for the monitor between its calls.
+struct ContentionMark {
+  int64_t nivcsw = 0;      // Involuntary switches when it took a sample.
+  bool measuring = false;  // It took one; its next poll is measured.
+};
 
 class ContentionMonitor {
  public:
-  // 10 ms: steal and procs_running move in USER_HZ ticks of 10 ms, so a
-  // shorter interval reads the same numbers twice; one /proc/stat read and
-  // one getrusage per interval cost microseconds per 10 ms.
+  // 10 ms: steal moves in USER_HZ ticks of 10 ms and CPU pressure is kept
+  // to the microsecond but averaged by the kernel over 2 s, so a shorter
+  // interval adds cost, not information.
   static constexpr int64_t kSampleIntervalNs = 10000000;
+  // Steal is read every 10th sample (100 ms, ten ticks): /proc/stat costs
+  // 10 us on a 2-vCPU KVM guest (bench/micro_contention), and steal that
+  // matters lasts longer than a CFS period anyway.
+  static constexpr int kStealEvery = 10;
 
   // Machine readings, or what `probe` returns instead (for tests and for
-  // programs that know better; its now_ns is filled in). Backing off
+  // programs that know better; it stands in for every machine reading,
+  // and its now_ns, pollers and busy_workers are filled in). Backing off
   // shrinks `governor_cap_ns`, the governor's own poll cap. Disabled: never
   // samples and never limits polling.
   ContentionMonitor(bool enabled, int64_t usable_cpus, int64_t governor_cap_ns,
                     std::function<idle::ContentionSample()> probe);
 
-  // Called by a worker about to idle. If a sample is due and no other
-  // worker is taking it, takes it: `pollers` is how many workers poll now,
-  // `nivcsw_mark` the worker's involuntary switches at its last sample
-  // (updated), `polled` whether it polled since (reset). Otherwise returns
-  // at once: one atomic load. The sample itself reads /proc/stat into a
-  // fixed buffer (12-14 us on a 2-vCPU KVM guest, no allocation) and calls
-  // getrusage. Any thread.
-  void MaybeSample(int64_t now_ns, int pollers, int64_t& nivcsw_mark,
-                   bool& polled);
+  ContentionMonitor(const ContentionMonitor&) = delete;
+  ContentionMonitor& operator=(const ContentionMonitor&) = delete;
+
+  // Called by a worker about to idle, before it announces itself. If a
+  // sample is due and no other worker is taking it, takes it: `pollers` is
+  // how many workers poll now, `busy_workers` how many others run; `mark`
+  // starts measuring this worker's next poll (AfterIdle). Otherwise returns
+  // at once: one atomic load. The sample reads /proc/loadavg and
+  // /proc/pressure/cpu through descriptors kept open (one pread each, a few
+  // us), /proc/stat every kStealEvery-th time (10 us) and calls getrusage
+  // (1 us). Allocates nothing. Any worker thread.
+  void MaybeSample(int64_t now_ns, int pollers, int busy_workers,
+                   ContentionMark& mark) noexcept;
+
+  // Called by a worker after its park, if mark.measuring: with `polled`,
+  // counts its involuntary switches since MaybeSample as preempted while
+  // polling, for the next sample. One getrusage, once per sample interval.
+  void AfterIdle(ContentionMark& mark, bool polled) noexcept;
 
   // The cap for each poll now (kUnlimitedPollNs: none; 0: do not poll).
   // Two relaxed atomic loads. Any thread.
@@ -73,7 +101,7 @@ class ContentionMonitor {
   BackoffStats Stats() const;
 
  private:
-  idle::ContentionSample Read(int pollers, int64_t preempted);
+  idle::ContentionSample Read(int64_t now_ns) noexcept;
 
   const bool enabled_;
   const int64_t usable_cpus_;
@@ -81,9 +109,15 @@ class ContentionMonitor {
   const std::function<idle::ContentionSample()> probe_;
   std::atomic<int64_t> next_sample_ns_{0};
   std::atomic<int> level_{0};
+  std::atomic<int64_t> preempted_{0};  // Since the last sample.
   mutable std::mutex mu_;  // Guards what follows; the sampler holds it.
   idle::PollBackoff backoff_;
-  std::optional<arch::CpuTimes> last_;  // The previous reading.
+  arch::ProcFile pressure_{arch::kProcPressureCpu};
+  arch::ProcFile loadavg_{arch::kProcLoadavg};
+  std::optional<int64_t> last_wait_us_;
+  int64_t last_wait_ns_ = 0;  // When last_wait_us_ was read.
+  int samples_to_steal_ = 0;  // Samples left before the next steal reading.
+  std::optional<arch::CpuTimes> last_cpu_;  // The previous steal reading.
 };
 
 }  // namespace haltpool

@@ -72,8 +72,9 @@ struct PoolOptions {
   // block state's costs that neither code nor environment set.
   // HALTPOOL_CALIBRATE.
   std::optional<bool> calibrate;
-  // Back off polling while the CPUs are contended (steal time, more
-  // runnable threads than CPUs, pollers preempted; idle/poll_backoff.h).
+  // Back off polling while polling takes CPUs from other work (steal time,
+  // other runnable threads filling every CPU while threads wait, pollers
+  // preempted; idle/poll_backoff.h).
   // HALTPOOL_BACKOFF.
   std::optional<bool> backoff;
   // Print every worker's statistics to stderr at shutdown. HALTPOOL_STATS.

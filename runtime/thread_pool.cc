@@ -56,11 +56,8 @@ struct ThreadPool::Worker {
   std::atomic<uint64_t> idle_generation{0};
   std::vector<TaskFn> due;  // Scratch for timers that fell due.
   std::thread thread;
-  WorkerIo io;  // Made on first use by this worker's tasks.
-  // For the contention monitor: involuntary switches at this worker's last
-  // sample, and whether it polled since.
-  int64_t nivcsw_mark = 0;
-  bool polled_since_sample = false;
+  WorkerIo io;                // Made on first use by this worker's tasks.
+  ContentionMark contention;  // For the contention monitor.
 };
 
 absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(
@@ -386,6 +383,12 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
       w.idle_generation.load(std::memory_order_relaxed)) {
     ApplyIdleOptions(w);
   }
+  // The contention sample, if due: before the announcement, so that no
+  // wake ever waits for it (runtime/contention_monitor.h).
+  contention_->MaybeSample(
+      arch::MonotonicNowNs(), idle_workers_->num_pollers(),
+      static_cast<int>(workers_.size()) - idle_workers_->num_idle() - 1,
+      w.contention);
   // The handshake with Enqueue: announce, then look at the queues again.
   if (!idle_workers_->AnnounceThenRecheck(w.index, [&] {
         return HasWork() ||
@@ -402,8 +405,6 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
                       timer_keeper_.compare_exchange_strong(
                           no_keeper, w.index, std::memory_order_seq_cst);
   if (keeper) deadline = timers_.next_deadline();
-  contention_->MaybeSample(arch::MonotonicNowNs(), idle_workers_->num_pollers(),
-                           w.nivcsw_mark, w.polled_since_sample);
   const int64_t poll_cap = contention_->PollCapNs();
   const bool poll = poll_cap != 0 && idle_workers_->TryStartPolling();
   // With I/O in flight the poll state also watches the reactor (its
@@ -412,10 +413,8 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
   idle::ExternalWait* external = w.io.WaitWhileInFlight();
   HALTPOOL_PROTOCOL_STEP();  // A wake may come before the park begins.
   w.parker->Park(deadline, poll, external, poll_cap);
-  if (poll) {
-    w.polled_since_sample = true;
-    idle_workers_->StopPolling();
-  }
+  if (w.contention.measuring) contention_->AfterIdle(w.contention, poll);
+  if (poll) idle_workers_->StopPolling();
   idle_workers_->Retire(w.index);
   if (keeper) {
     timer_keeper_.store(-1, std::memory_order_seq_cst);

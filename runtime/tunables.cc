@@ -199,9 +199,9 @@ std::vector<Tunable> MakeTunables() {
       [](auto& c) -> auto& { return c.pool.calibrate; }));
   rows.push_back(Row(
       "HALTPOOL_BACKOFF", "backoff",
-      "1 backs off polling while the CPUs are contended (steal time over "
-      "10 %, more runnable threads than CPUs, pollers preempted); 0 polls "
-      "regardless",
+      "1 backs off polling while polling takes CPUs from other work (steal "
+      "time over 10 %, other processes' runnable threads filling every CPU "
+      "while threads wait, a poller preempted); 0 polls regardless",
       BoolCodec{}, [](const PoolOptions& o) { return o.backoff; },
       [](auto& c) -> auto& { return c.pool.backoff; }));
   rows.push_back(Row(

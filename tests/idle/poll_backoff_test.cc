@@ -1,10 +1,12 @@
 // PollBackoff (idle/poll_backoff.h) on injected samples: each signal backs
-// it off, it stops polling at the last level, and it recovers one level per
-// hold time without flapping.
+// it off, a busy machine whose threads all have a CPU does not, it stops
+// polling at the last level, and it recovers one level per hold time
+// without flapping.
 
 #include "idle/poll_backoff.h"
 
 #include <cstdint>
+#include <optional>
 
 #include "gtest/gtest.h"
 #include "idle/governor.h"
@@ -19,9 +21,94 @@ ContentionSample Quiet(int64_t now) {
   ContentionSample s;
   s.now_ns = now;
   s.steal_fraction = 0.01;
-  s.runnable = 1;
+  s.runnable = 1;  // The sampler.
   s.usable_cpus = 2;
   return s;
+}
+
+// Samples as an otherwise idle 2-CPU machine gives them, with one thread
+// outside the pool submitting (running or spinning for the reply) and the
+// sampling worker: both are runnable, neither waits, nothing is stolen.
+ContentionSample OutsideSubmitterOnTwoCpus(int64_t now, int i) {
+  ContentionSample s;
+  s.now_ns = now;
+  s.usable_cpus = 2;
+  s.runnable = 2;  // The submitter and the sampler.
+  if (i % 10 == 0) s.steal_fraction = 0.0;
+  // Every other sample another worker is running the task just submitted
+  // (runnable 3), or polling for the next one (runnable 3, one poller).
+  if (i % 3 == 1) {
+    s.runnable = 3;
+    s.busy_workers = 1;
+  } else if (i % 3 == 2) {
+    s.runnable = 3;
+    s.pollers = 1;
+  }
+  return s;
+}
+
+TEST(PollBackoff, AnOutsideSubmitterAndTheSamplerOnTwoCpusAreNoContention) {
+  PollBackoff b;
+  for (int i = 0; i < 100; ++i) {
+    const ContentionSample s = OutsideSubmitterOnTwoCpus(i * kInterval, i);
+    EXPECT_FALSE(PollBackoff::Contended(s)) << i;
+    b.Update(s);
+    EXPECT_EQ(b.level(), 0) << i;
+  }
+  // The same with the kernel's CPU pressure, even where the pool's own
+  // threads wait for each other (a poller and a busy worker beside the
+  // submitter): none of them is someone else's.
+  PollBackoff p;
+  for (int i = 0; i < 100; ++i) {
+    ContentionSample s = OutsideSubmitterOnTwoCpus(i * kInterval, i);
+    s.cpu_wait_fraction = i % 2 ? 0.004 : 0.9;
+    p.Update(s);
+    EXPECT_EQ(p.level(), 0) << i;
+  }
+}
+
+TEST(PollBackoff, OthersThatFillEveryCpuAreContention) {
+  // The sampler, a busy worker and two threads of someone else on 2 CPUs.
+  ContentionSample s = Quiet(0);
+  s.runnable = 4;
+  s.busy_workers = 1;
+  EXPECT_EQ(PollBackoff::RunnableOthers(s), 2);
+  EXPECT_TRUE(PollBackoff::Contended(s));
+  // One of them: it has a CPU, the poller the other.
+  s.runnable = 3;
+  EXPECT_EQ(PollBackoff::RunnableOthers(s), 1);
+  EXPECT_FALSE(PollBackoff::Contended(s));
+  // Pollers are not others.
+  s.runnable = 5;
+  s.pollers = 2;
+  EXPECT_EQ(PollBackoff::RunnableOthers(s), 1);
+  EXPECT_FALSE(PollBackoff::Contended(s));
+  s.runnable.reset();
+  EXPECT_EQ(PollBackoff::RunnableOthers(s), std::nullopt);
+  EXPECT_FALSE(PollBackoff::Contended(s));
+}
+
+TEST(PollBackoff, CpuWaitConfirmsTheCountWhereTheKernelGivesIt) {
+  // Others fill both CPUs, but none waits: each has a CPU (the snapshot
+  // caught a kworker, or a thread about to block).
+  ContentionSample s = Quiet(0);
+  s.runnable = 9;
+  s.cpu_wait_fraction = 0.02;
+  EXPECT_FALSE(PollBackoff::Contended(s));
+  // Others fill both CPUs and threads were kept from a CPU a fifth of the
+  // time.
+  s.cpu_wait_fraction = 0.2;
+  EXPECT_TRUE(PollBackoff::Contended(s));
+  // Threads waited, but no one else's fills the CPUs: this pool's own.
+  s.runnable = 2;
+  s.cpu_wait_fraction = 0.9;
+  EXPECT_FALSE(PollBackoff::Contended(s));
+}
+
+TEST(PollBackoff, AbsentReadingsAreNoSignal) {
+  ContentionSample s;
+  s.usable_cpus = 1;
+  EXPECT_FALSE(PollBackoff::Contended(s));
 }
 
 TEST(PollBackoff, QuietSamplesChangeNothing) {
@@ -37,7 +124,7 @@ TEST(PollBackoff, EachSignalAloneIsContention) {
   ContentionSample steal = Quiet(0);
   steal.steal_fraction = 0.25;
   ContentionSample runnable = Quiet(0);
-  runnable.runnable = 3;
+  runnable.runnable = 3;  // The sampler and two others on 2 CPUs.
   ContentionSample preempted = Quiet(0);
   preempted.preempted = PollBackoff::kPreemptedThreshold;
   for (const ContentionSample& s : {steal, runnable, preempted}) {
@@ -52,8 +139,11 @@ TEST(PollBackoff, EachSignalAloneIsContention) {
 TEST(PollBackoff, TheThresholdsAreStrict) {
   ContentionSample s = Quiet(0);
   s.steal_fraction = PollBackoff::kStealThreshold;
-  s.runnable = s.usable_cpus;
+  s.runnable = s.usable_cpus;  // The sampler and one other on 2 CPUs.
   s.preempted = PollBackoff::kPreemptedThreshold - 1;
+  EXPECT_FALSE(PollBackoff::Contended(s));
+  s.runnable = 3;  // Others fill both CPUs; the wait decides.
+  s.cpu_wait_fraction = PollBackoff::kWaitThreshold;
   EXPECT_FALSE(PollBackoff::Contended(s));
 }
 
