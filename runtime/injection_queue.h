@@ -76,10 +76,11 @@ class InjectionQueue {
 
   size_t ring_capacity() const noexcept { return capacity_; }
 
-  // 1024 jobs of 48 bytes (48 KiB) per pool. A guess, to be revisited with
-  // bench/pool_throughput: an outside producer that outruns the workers by
-  // more than this pays the overflow's lock.
-  static constexpr size_t kDefaultRingCapacity = 1024;
+  // 16384 jobs of 48 bytes (768 KiB) per pool: holds bench/pool_throughput's
+  // 10,000-task burst from one outside producer. With 1024 the burst spilled
+  // to the overflow's lock and the outside producer ran at 2.6M tasks/s
+  // against 4.6M (2-vCPU KVM guest, docs/BENCHMARKS.md).
+  static constexpr size_t kDefaultRingCapacity = 16384;
 
  private:
   struct Slot {
