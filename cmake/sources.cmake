@@ -38,6 +38,7 @@ set(HALTPOOL_SOURCES
   runtime/cpu_quota.cc
   runtime/environment.cc
   runtime/idle_workers.cc
+  runtime/injection_queue.cc
   runtime/io/epoll_reactor.cc
   runtime/io/event_waker.cc
   runtime/io/io_backend.cc
@@ -51,6 +52,7 @@ set(HALTPOOL_SOURCES
   runtime/topology.cc
   runtime/value_parse.cc
   runtime/worker_io.cc
+  runtime/worker_queue.cc
 )
 
 # Its headers, installed under include/haltpool/ with their directories.
@@ -106,6 +108,7 @@ set(HALTPOOL_HEADERS
   runtime/cpu_quota.h
   runtime/environment.h
   runtime/idle_workers.h
+  runtime/injection_queue.h
   runtime/io/deadline.h
   runtime/io/epoll_reactor.h
   runtime/io/event_waker.h
@@ -113,6 +116,7 @@ set(HALTPOOL_HEADERS
   runtime/io/io_reactor.h
   runtime/io/op_pool.h
   runtime/io/uring_reactor.h
+  runtime/job.h
   runtime/pool_io.h
   runtime/pool_options.h
   runtime/pool_metrics.h
@@ -125,6 +129,7 @@ set(HALTPOOL_HEADERS
   runtime/topology.h
   runtime/value_parse.h
   runtime/worker_io.h
+  runtime/worker_queue.h
 )
 # asio's executors on the pool, //:asio_executor: a library of its own, on
 # top of haltpool, built when asio's headers are found (CMakeLists.txt).
@@ -181,6 +186,7 @@ set(HALTPOOL_TESTS
   tests/pool/coro_stress_test.cc
   tests/pool/coro_test.cc
   tests/pool/idle_workers_test.cc
+  tests/pool/injection_queue_test.cc
   tests/pool/openmetrics_parser_test.cc
   tests/pool/pool_io_test.cc
   tests/pool/pool_memory_test.cc
@@ -188,6 +194,7 @@ set(HALTPOOL_TESTS
   tests/pool/pool_placement_test.cc
   tests/pool/set_idle_options_test.cc
   tests/pool/thread_pool_test.cc
+  tests/pool/worker_queue_test.cc
   tests/runtime/config_probe_test.cc
   tests/runtime/config_test.cc
   tests/runtime/cpu_quota_test.cc

@@ -1,6 +1,8 @@
-// A FIFO of jobs shared by its owner and thieves: a growable ring under a
-// spin lock. Push and pop move a task in and out of preallocated slots, so
-// once the ring has grown to the working size they allocate nothing.
+// A FIFO of jobs for any number of producers and consumers: a growable ring
+// under a spin lock. Push and pop move a task in and out of preallocated
+// slots, so once the ring has grown to the working size they allocate
+// nothing. The injection queue (injection_queue.h) keeps its overflow here:
+// what does not fit its lock-free ring.
 //
 // size() is readable without the lock with sequentially consistent ordering:
 // the pool's wake protocol pairs it with its idle flags (see thread_pool.cc).
@@ -15,17 +17,9 @@
 #include <vector>
 
 #include "arch/cpu_wait.h"
-#include "runtime/task_fn.h"
+#include "runtime/job.h"
 
 namespace haltpool {
-
-class TaskGroup;
-
-// A queued task and the group it counts toward (or none).
-struct Job {
-  TaskFn task;
-  TaskGroup* group = nullptr;
-};
 
 class TaskQueue {
  public:

@@ -48,7 +48,7 @@ struct ThreadPool::Worker {
   const WorkerPlacement placement;
   idle::WakeWord word;
   std::optional<idle::Parker> parker;
-  TaskQueue local;
+  WorkerQueue local;
   std::atomic<uint64_t> tasks_run{0};
   std::atomic<uint64_t> tasks_stolen{0};
   std::atomic<uint64_t> exceptions{0};
@@ -156,7 +156,7 @@ absl::Status ThreadPool::Enqueue(Job job) {
   }
   if (job.group != nullptr) job.group->Add();
   if (Worker* w = CurrentWorker()) {
-    w->local.Push(std::move(job));
+    PushLocal(*w, std::move(job));
   } else {
     injection_.Push(std::move(job));
   }
@@ -164,6 +164,10 @@ absl::Status ThreadPool::Enqueue(Job job) {
   idle_workers_->WakeOne();
   submitting_.fetch_sub(1, std::memory_order_seq_cst);
   return absl::OkStatus();
+}
+
+void ThreadPool::PushLocal(Worker& w, Job job) {
+  if (!w.local.TryPush(job)) injection_.Push(std::move(job));
 }
 
 absl::Status ThreadPool::Submit(TaskFn task) {
@@ -291,10 +295,10 @@ bool ThreadPool::TimerDue() const noexcept {
 }
 
 bool ThreadPool::HasWork() const noexcept {
-  if (injection_.size() != 0) return true;
+  if (!injection_.Empty()) return true;
   if (TimerDue()) return true;
   for (const auto& w : workers_) {
-    if (w->local.size() != 0) return true;
+    if (!w->local.Empty()) return true;
   }
   return false;
 }
@@ -334,18 +338,18 @@ bool ThreadPool::RunOne(Worker& w) {
     timers_.PopDue(arch::MonotonicNowNs(), w.due);
     const bool more =
         w.due.size() > 1 || timers_.next_deadline() != arch::kNoDeadline;
-    for (TaskFn& t : w.due) w.local.Push(Job{std::move(t), nullptr});
+    for (TaskFn& t : w.due) PushLocal(w, Job{std::move(t), nullptr});
     w.due.clear();
     // While this worker runs a timer's task, an idle one must take the rest
     // of the due tasks (by stealing) and the role of timer keeper.
     if (more) idle_workers_->WakeOne();
   }
-  std::optional<Job> job = w.local.Pop();
+  std::optional<Job> job = w.local.Take();
   if (!job) job = injection_.Pop();
   if (!job) {
     const size_t n = workers_.size();
     for (size_t k = 1; k < n && !job; ++k) {
-      job = workers_[(w.index + k) % n]->local.Pop();
+      job = workers_[(w.index + k) % n]->local.Take();
       if (job) Bump(w.tasks_stolen);
     }
   }

@@ -28,13 +28,15 @@
 #include "runtime/environment.h"
 #include "runtime/idle_retuner.h"
 #include "runtime/idle_workers.h"
+#include "runtime/injection_queue.h"
+#include "runtime/job.h"
 #include "runtime/pool_io.h"
 #include "runtime/pool_options.h"
 #include "runtime/pool_stats.h"
 #include "runtime/task_fn.h"
 #include "runtime/task_group.h"
-#include "runtime/task_queue.h"
 #include "runtime/timer_queue.h"
+#include "runtime/worker_queue.h"
 
 namespace haltpool {
 
@@ -216,6 +218,9 @@ class ThreadPool {
   // True if the earliest timer is due.
   bool TimerDue() const noexcept;
   absl::Status Enqueue(Job job);
+  // Pushes `job` on `w`'s own queue, or on the injection queue if that is
+  // full. On `w`'s thread only.
+  void PushLocal(Worker& w, Job job);
   // SubmitAt with a CLOCK_MONOTONIC deadline (arch::kNoDeadline: never).
   absl::Status SubmitAtMonotonicNs(int64_t deadline_ns, TaskFn task);
   Worker* CurrentWorker() const noexcept;
@@ -225,7 +230,7 @@ class ThreadPool {
   idle::Calibration calibration_;  // Empty unless calibration set a cost.
   std::unique_ptr<ContentionMonitor> contention_;
   std::vector<std::unique_ptr<Worker>> workers_;
-  TaskQueue injection_;
+  InjectionQueue injection_;
   TimerQueue timers_;
   std::unique_ptr<IdleWorkers> idle_workers_;  // Made in Start.
   std::unique_ptr<IdleRetuner> retuner_;       // The newest idle options.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <optional>
 #include <thread>
 
 #include "absl/time/time.h"
@@ -19,7 +20,9 @@
 #include "runtime/coro/async_io.h"
 #include "runtime/coro/sync_wait.h"
 #include "runtime/coro/task.h"
+#include "runtime/injection_queue.h"
 #include "runtime/thread_pool.h"
+#include "runtime/worker_queue.h"
 #include "tests/arch/allocation_counter.h"
 
 namespace haltpool {
@@ -127,6 +130,36 @@ TEST(PoolMemory, CoroutinesAllocateOnlyTheirFrames) {
   // The children's frames, the body's, and SyncWait's own.
   EXPECT_EQ(allocations, static_cast<uint64_t>(kChildren) + 2)
       << "allocations beyond the coroutine frames";
+}
+
+// The queues alone, their overflow included: once the injection queue's
+// overflow has grown to the working size, pushing and taking allocate
+// nothing; a worker's ring never allocates after construction.
+TEST(PoolMemory, QueuesAllocateNothingOnceGrown) {
+  InjectionQueue injection(/*ring_capacity=*/8);
+  WorkerQueue local(/*capacity=*/8);
+  int64_t sum = 0;
+  int64_t* s = &sum;
+  auto cycle = [&] {
+    for (int i = 0; i < 100; ++i) {  // 8 in the ring, 92 in the overflow.
+      injection.Push(Job{[s, i] { *s += i; }, nullptr});
+    }
+    while (std::optional<Job> j = injection.Pop()) j->task();
+    for (int i = 0; i < 8; ++i) {
+      Job j{[s, i] { *s += i; }, nullptr};
+      ASSERT_TRUE(local.TryPush(j));
+    }
+    while (std::optional<Job> j = local.Take()) j->task();
+  };
+  cycle();  // Warm: the overflow grows.
+  uint64_t allocations = 0;
+  {
+    CountAllocations counter;
+    for (int r = 0; r < 100; ++r) cycle();
+    allocations = counter.count();
+  }
+  EXPECT_EQ(allocations, 0u);
+  EXPECT_EQ(sum, 101 * (4950 + 28));
 }
 
 TEST(PoolMemory, ParkAndUnparkAllocateNothing) {
