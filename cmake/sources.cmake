@@ -18,6 +18,7 @@ set(HALTPOOL_SOURCES
   arch/system_files.cc
   arch/timer_slack.cc
   arch/wait_mechanism.cc
+  arch/zero_pages.cc
   idle/calibration.cc
   idle/clock.cc
   idle/fixed_governor.cc
@@ -81,6 +82,7 @@ set(HALTPOOL_HEADERS
   arch/wait_mechanism.h
   arch/x86_64/cpu_wait.h
   arch/x86_64/cpuid.h
+  arch/zero_pages.h
   idle/calibration.h
   idle/clock.h
   idle/external_wait.h
@@ -156,6 +158,7 @@ set(HALTPOOL_TESTS
   tests/arch/system_files_test.cc
   tests/arch/timer_slack_test.cc
   tests/arch/wait_mechanism_test.cc
+  tests/arch/zero_pages_test.cc
   tests/docs/guide_variables_test.cc
   tests/docs/readme_bad_inputs_test.cc
   tests/docs/readme_profiles_test.cc

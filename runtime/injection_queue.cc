@@ -24,25 +24,36 @@ constexpr int kSpinsBeforeYield = 100;
 InjectionQueue::InjectionQueue(size_t ring_capacity)
     : capacity_(RoundUpToPowerOfTwo(ring_capacity)),
       mask_(capacity_ - 1),
-      slots_(std::make_unique<Slot[]>(capacity_)),
-      overflow_(/*initial_capacity=*/16) {
-  for (size_t i = 0; i < capacity_; ++i) {
-    slots_[i].seq.store(i, std::memory_order_relaxed);
-  }
-}
+      pages_(capacity_ * sizeof(Slot)),
+      slots_(::new (pages_.data()) Slot[capacity_]),
+      overflow_(/*initial_capacity=*/16) {}
 
 InjectionQueue::~InjectionQueue() {
   while (Pop()) {
   }
 }
 
+InjectionQueue::Slot& InjectionQueue::SlotFor(uint64_t pos) const noexcept {
+  return slots_[pos & mask_];
+}
+
+uint64_t InjectionQueue::Seq(uint64_t pos) const noexcept {
+  const uint64_t index = pos & mask_;
+  return std::atomic_ref<uint64_t>(slots_[index].seq_from_index)
+             .load(std::memory_order_acquire) +
+         index;
+}
+
+void InjectionQueue::SetSeq(uint64_t pos, uint64_t seq) noexcept {
+  const uint64_t index = pos & mask_;
+  std::atomic_ref<uint64_t>(slots_[index].seq_from_index)
+      .store(seq - index, std::memory_order_release);
+}
+
 bool InjectionQueue::TryPushRing(Job& job) noexcept {
   uint64_t pos = tail_.load(std::memory_order_relaxed);
-  Slot* s;
   for (;;) {
-    s = &slots_[pos & mask_];
-    const uint64_t seq = s->seq.load(std::memory_order_acquire);
-    const int64_t dif = static_cast<int64_t>(seq - pos);
+    const int64_t dif = static_cast<int64_t>(Seq(pos) - pos);
     if (dif == 0) {
       if (tail_.compare_exchange_weak(pos, pos + 1,
                                       std::memory_order_relaxed)) {
@@ -54,18 +65,15 @@ bool InjectionQueue::TryPushRing(Job& job) noexcept {
       pos = tail_.load(std::memory_order_relaxed);  // Another producer won.
     }
   }
-  ::new (static_cast<void*>(s->storage)) Job(std::move(job));
-  s->seq.store(pos + 1, std::memory_order_release);
+  ::new (static_cast<void*>(SlotFor(pos).storage)) Job(std::move(job));
+  SetSeq(pos, pos + 1);
   return true;
 }
 
 std::optional<Job> InjectionQueue::PopRing() noexcept {
   uint64_t pos = head_.load(std::memory_order_relaxed);
-  Slot* s;
   for (int spins = 0;;) {
-    s = &slots_[pos & mask_];
-    const uint64_t seq = s->seq.load(std::memory_order_acquire);
-    const int64_t dif = static_cast<int64_t>(seq - (pos + 1));
+    const int64_t dif = static_cast<int64_t>(Seq(pos) - (pos + 1));
     if (dif == 0) {
       if (head_.compare_exchange_weak(pos, pos + 1,
                                       std::memory_order_relaxed)) {
@@ -85,10 +93,10 @@ std::optional<Job> InjectionQueue::PopRing() noexcept {
       pos = head_.load(std::memory_order_relaxed);  // Another consumer won.
     }
   }
-  Job* in_slot = std::launder(reinterpret_cast<Job*>(s->storage));
+  Job* in_slot = std::launder(reinterpret_cast<Job*>(SlotFor(pos).storage));
   std::optional<Job> job(std::move(*in_slot));
   in_slot->~Job();
-  s->seq.store(pos + capacity_, std::memory_order_release);
+  SetSeq(pos, pos + capacity_);
   return job;
 }
 

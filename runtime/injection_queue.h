@@ -11,6 +11,12 @@
 // `seq` says what the slot is ready for:
 //   seq == p      empty, ready to be filled for position p;
 //   seq == p + 1  holds position p's job, ready to be taken.
+// The slots live in zero-filled pages (arch::ZeroPages) and store seq less
+// the slot's index, so "slot i empty for position i" is the zero the kernel
+// provides: the constructor writes nothing, and a page of the ring becomes
+// resident only when the queue first reaches it. An idle pool keeps the
+// ring's 768 KiB out of its resident memory.
+//
 // A producer wins position p by compare-exchange on tail_ when seq == p,
 // constructs the Job in the slot and stores seq = p + 1 (release). A
 // consumer wins p by compare-exchange on head_ when seq == p + 1 (acquire),
@@ -43,9 +49,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 
+#include "arch/zero_pages.h"
 #include "runtime/job.h"
 #include "runtime/task_queue.h"
 
@@ -83,10 +89,18 @@ class InjectionQueue {
   static constexpr size_t kDefaultRingCapacity = 16384;
 
  private:
+  // seq_from_index is seq less the slot's index (zero: empty for lap 0);
+  // accessed only through std::atomic_ref, by Seq() and SetSeq().
   struct Slot {
-    std::atomic<uint64_t> seq;
+    alignas(std::atomic_ref<uint64_t>::required_alignment) uint64_t
+        seq_from_index;
     alignas(Job) unsigned char storage[sizeof(Job)];
   };
+
+  Slot& SlotFor(uint64_t pos) const noexcept;
+  // The slot's seq for `pos`'s slot, acquire; and its release store.
+  uint64_t Seq(uint64_t pos) const noexcept;
+  void SetSeq(uint64_t pos, uint64_t seq) noexcept;
 
   // Moves `job` into the ring and returns true, or returns false with `job`
   // untouched if the ring is full.
@@ -95,7 +109,8 @@ class InjectionQueue {
 
   const size_t capacity_;
   const uint64_t mask_;
-  std::unique_ptr<Slot[]> slots_;
+  arch::ZeroPages pages_;
+  Slot* const slots_;
   alignas(64) std::atomic<uint64_t> head_{0};
   alignas(64) std::atomic<uint64_t> tail_{0};
   alignas(64) TaskQueue overflow_;

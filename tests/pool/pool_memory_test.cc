@@ -191,25 +191,44 @@ int64_t ResidentBytes() {
   return static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
 }
 
-TEST(PoolMemory, AnIdlePoolAddsAtMostTwoMiBBeyondItsStacks) {
+TEST(PoolMemory, AnIdlePoolHoldsNoneOfItsRingBeyondItsStacks) {
+  // Under qemu-user (tools/cross-test names it here) resident memory is the
+  // emulator's: each guest thread brings its CPU state and translated code,
+  // about 0.3 MiB a thread, and none of it is the pool's.
 #if defined(__SANITIZE_THREAD__)
-  // ThreadSanitizer keeps shadow memory for every page the pool touches
-  // (the 768 KiB injection ring among them), several times its size; the
-  // budget is the pool's own, checked in the plain and ASAN runs.
+  // ThreadSanitizer keeps shadow memory and per-thread state for what the
+  // pool touches, several times its size; the budget is the pool's own,
+  // checked in the plain and ASAN runs.
   GTEST_SKIP() << "ThreadSanitizer's shadow memory inflates the RSS measured";
 #endif
+  if (const char* emulator = std::getenv("CROSS_TEST_EMULATOR")) {
+    GTEST_SKIP() << "resident memory under " << emulator
+                 << " counts the emulator's per-thread state";
+  }
   constexpr int kWorkers = 4;
   // A first pool loads what any pool loads once (hwloc's plugins, the
-  // dynamic linker's work); the second is what each further pool costs.
-  { auto warm = MakePool(kWorkers); }
+  // dynamic linker's work); the second is what each further pool costs. The
+  // first stays alive, so the second cannot reuse memory the allocator kept
+  // resident after the first was freed.
+  auto warm = MakePool(kWorkers);
   const int64_t before = ResidentBytes();
   auto pool = MakePool(kWorkers);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // Idle.
   const int64_t after = ResidentBytes();
   ASSERT_GT(before, 0);
-  // Each thread touches at most a few pages of its stack; allow 64 KiB.
+  // Each thread touches at most a few pages of its stack; allow 64 KiB. The
+  // injection queue's ring (768 KiB) lies in pages the kernel backs only
+  // when the queue reaches them, so an idle pool holds none of it: 8 KiB
+  // measured on x86-64 (4 workers); the budget leaves room for the
+  // allocator's arenas. AddressSanitizer adds shadow and per-thread caches
+  // (0.8 MiB measured), so its run gets the 2 MiB the pool had before.
   const int64_t stacks = kWorkers * 64 * 1024;
-  EXPECT_LE(after - before, 2 * 1024 * 1024 + stacks)
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr int64_t kBudget = 2 * 1024 * 1024;
+#else
+  constexpr int64_t kBudget = 256 * 1024;
+#endif
+  EXPECT_LE(after - before, kBudget + stacks)
       << "an idle pool of " << kWorkers << " workers grew RSS by "
       << (after - before) << " bytes";
 }
