@@ -151,25 +151,36 @@ void PredictiveGovernor::Reflect(int state, int64_t residency_ns,
                            block_until_ns_ != kBlockUntilDeadline &&
                            exit == IdleExit::kTimeout;
   if (limited_block_ran_out_) ran_out_block_until_ns_ = block_until_ns_;
-  if (state == kBlockState && block_until_ns_ != kBlockUntilDeadline &&
-      exit != IdleExit::kWoken) {
-    // A limited block ran out: learn how late it ended.
-    LearnLateness(std::max<int64_t>(0, end - block_until_ns_));
-  }
-  if (state == kPollState && exit == IdleExit::kTimeout) poll_ran_out_ = true;
-  if (exit == IdleExit::kTimeout) return;
   // A wake seen from the block state was seen late by about the block
   // state's exit latency (a FUTEX_WAKE's cost, not a timer's lateness);
-  // menu.c takes it off its measured idle too. A wake the poll finds at once
-  // after a limited block ran out came while the block was on its way out,
-  // after its limit: it counts as coming at the limit, the early end, since
-  // a prediction too early costs a longer poll and one too late a block.
+  // menu.c takes it off its measured idle too.
   int64_t seen_at = end;
   if (exit == IdleExit::kWoken && state == kBlockState) {
     seen_at -=
         std::min(params_.block_exit_latency_ns, (end - period_start_ns_) / 2);
-  } else if (exit == IdleExit::kWoken && limited_block_ran_out &&
-             residency_ns < kFoundAtOnceNs) {
+  }
+  if (state == kBlockState && block_until_ns_ != kBlockUntilDeadline) {
+    if (exit != IdleExit::kWoken) {
+      // A limited block ran out: learn how late it ended.
+      LearnLateness(std::max<int64_t>(0, end - block_until_ns_));
+    } else if (seen_at > block_until_ns_) {
+      // The wake found the block still asleep past its limit: its timer is
+      // at least that late, by how much more is unknown. It counts double,
+      // so the margin doubles (haltpoll's grow) until the timer fires before
+      // the wake, and from then on the lateness itself is measured. Without
+      // it a host whose timers are later than the margin never teaches it,
+      // since every wake ends the block before the timer does.
+      LearnLateness(2 * (seen_at - block_until_ns_));
+    }
+  }
+  if (state == kPollState && exit == IdleExit::kTimeout) poll_ran_out_ = true;
+  if (exit == IdleExit::kTimeout) return;
+  // A wake the poll finds at once after a limited block ran out came while
+  // the block was on its way out, after its limit: it counts as coming at
+  // the limit, the early end, since a prediction too early costs a longer
+  // poll and one too late a block.
+  if (exit == IdleExit::kWoken && limited_block_ran_out &&
+      residency_ns < kFoundAtOnceNs) {
     seen_at = std::max(period_start_ns_, ran_out_block_until_ns_);
   }
   EndPeriod(seen_at, exit == IdleExit::kDeadline);

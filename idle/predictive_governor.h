@@ -24,7 +24,10 @@
 //     out reports how late it really ended (timer slack plus the hypervisor's
 //     wake path), and the margin is the 90th percentile of the last
 //     kLatenessHistory such lateness samples (one late block in ten, and a
-//     lone outlier such as a preempted vCPU moves nothing). The poll after
+//     lone outlier such as a preempted vCPU moves nothing). A wake that finds
+//     a limited block still asleep past its limit says the timer is later
+//     than that, by an unknown amount: it counts as twice the overrun, so
+//     the margin doubles until the timer fires first. The poll after
 //     the block lasts until the deadline for a timer, and for a predicted
 //     wake until the prediction plus a tolerance of twice the kept periods'
 //     median absolute deviation (at least kMinToleranceNs); a poll that

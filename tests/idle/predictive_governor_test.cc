@@ -35,8 +35,9 @@ PredictiveParams Params() {
 
 // One idle period through RunIdle: a wake comes at `wake_at_ns` (kNever:
 // none); a block that reaches its limit ends `lateness_ns` after it (a
-// timer's lateness), a wake during a block is seen the block state's exit
-// latency after it comes (a FUTEX_WAKE's cost), and polls see it at once.
+// timer's lateness), a wake during a block (its lateness included) is seen
+// the block state's exit latency after it comes (a FUTEX_WAKE's cost), and
+// polls see it at once.
 struct Waiter {
   explicit Waiter(const PredictiveParams& params = Params())
       : governor(params),
@@ -58,11 +59,15 @@ struct Waiter {
     };
     auto block = [&](int64_t until_ns) {
       last_state = kBlockState;
-      if (wake_at_ns <= until_ns) {
+      // The block sleeps until its limit plus the lateness: a wake before
+      // that ends it, even one after the limit.
+      const int64_t sleeps_until =
+          until_ns > kNever - lateness_ns ? kNever : until_ns + lateness_ns;
+      if (wake_at_ns <= sleeps_until) {
         clock.AdvanceTo(wake_at_ns + states[kBlockState].exit_latency_ns);
         return true;
       }
-      clock.AdvanceTo(until_ns + lateness_ns);
+      clock.AdvanceTo(sleeps_until);
       return false;
     };
     return RunIdle(dev, deadline_ns, poll, block);
@@ -200,6 +205,24 @@ TEST(PredictiveGovernorRules, ItNoticesARegularWakeAndPollsAcrossTheNext) {
   const IdleStats s = w.Stats();
   EXPECT_GT(s.per_state[kBlockState].time_ns,
             5 * s.per_state[kPollState].time_ns);
+}
+
+// Timers later than the margin before a regular wake: every wake finds the
+// limited block still asleep past its limit, so no block ever runs out. The
+// wakes teach the margin; without that it stays the exit latency and every
+// wake costs a FUTEX_WAKE.
+TEST(PredictiveGovernorRules, WakesThatFindTheBlockPastItsLimitTeachTheMargin) {
+  Waiter w;
+  constexpr int64_t kLate = 150 * kUs;  // A bhyve guest's p90 (DESIGN.md).
+  constexpr int64_t kPeriod = 500 * kUs;
+  RunPeriodic(w, kPeriod, PredictiveGovernor::kHistory, kLate);
+  EXPECT_EQ(w.governor.predicted_interval_ns(), kPeriod);
+  RunPeriodic(w, kPeriod, 40, kLate);
+  EXPECT_GE(w.governor.wake_margin_ns(), kLate);
+  const int64_t start = w.clock.NowNs();
+  EXPECT_EQ(w.Idle(kNever, start + kPeriod, kLate), IdleResult::kWoken);
+  EXPECT_EQ(w.clock.NowNs(), start + kPeriod);  // Met while polling.
+  EXPECT_EQ(w.last_state, kPollState);
 }
 
 TEST(PredictiveGovernorRules, AnIrregularHistoryPredictsNothing) {
