@@ -27,7 +27,8 @@
 //
 // ./bazelw run -c opt //bench:tradeoff -- [--point_ms=N] [--workers=N]
 //   [--modes=pair,pool] [--arrivals=periodic,poisson,bursty]
-//   [--submitter=sleep|spin] [--seed=N] [--only=NAME,NAME] [--csv=PATH]
+//   [--submitter=sleep|spin] [--seed=N] [--gaps=0,50us,1ms]
+//   [--only=NAME,NAME] [--csv=PATH]
 //   [--markdown=PATH]
 
 #include <errno.h>
@@ -72,6 +73,8 @@ ABSL_FLAG(std::string, submitter, "sleep",
           "how the waker waits out a gap: sleep (to 80 us before, then "
           "spin) or spin (the harness before arrivals existed)");
 ABSL_FLAG(uint64_t, seed, 1, "the poisson arrivals' generator seed");
+ABSL_FLAG(std::string, gaps, haltpool::bench::SweepGapsList(),
+          "the gaps to measure, ascending, comma-separated (0 to 10s)");
 ABSL_FLAG(std::string, only, "",
           "run only contenders whose name contains one of these, "
           "comma-separated; empty: all");
@@ -89,6 +92,7 @@ struct Sizing {
   std::vector<Arrivals> arrivals;
   Submitter submitter;
   uint64_t seed;
+  std::vector<int64_t> gaps_ns;  // Ascending.
   int Samples(Arrivals a, int64_t gap_ns) const {
     return SamplesFor(MeanSpacingNs(a, gap_ns), point_ms, min_samples,
                       max_samples);
@@ -99,6 +103,14 @@ struct Sizing {
     std::string out;
     for (Arrivals a : arrivals) {
       absl::StrAppend(&out, out.empty() ? "" : ",", ArrivalsName(a));
+    }
+    return out;
+  }
+  // The --gaps list, for a child's command line.
+  std::string GapsList() const {
+    std::string out;
+    for (int64_t gap : gaps_ns) {
+      absl::StrAppend(&out, out.empty() ? "" : ",", gap, "ns");
     }
     return out;
   }
@@ -265,8 +277,8 @@ absl::StatusOr<std::vector<Curve>> RunOmp(const OmpContender& c,
       " --min_samples=", sizing.min_samples,
       " --max_samples=", sizing.max_samples, " --workers=", workers,
       " --modes=", modes, " --arrivals=", sizing.ArrivalsList(),
-      " --submitter=", SubmitterName(sizing.submitter),
-      " --seed=", sizing.seed);
+      " --submitter=", SubmitterName(sizing.submitter), " --seed=", sizing.seed,
+      " --gaps=", sizing.GapsList());
   FILE* child = popen(command.c_str(), "r");
   if (child == nullptr) {
     return absl::InternalError(
@@ -311,7 +323,7 @@ std::vector<Curve> RunPairContender(const PairContender& c,
     Curve curve{"pair", ArrivalsName(a), c.name, c.haltpool, c.is_default, {}};
     const Pacing pacing = sizing.PacingFor(a);
     MeasurePair(**channel, 10000, 200, pacing);  // Warm-up: windows learned.
-    for (int64_t gap : kSweepGapsNs) {
+    for (int64_t gap : sizing.gaps_ns) {
       curve.points.push_back(
           MeasurePair(**channel, gap, sizing.Samples(a, gap), pacing));
     }
@@ -331,7 +343,7 @@ std::vector<Curve> RunPoolContender(const PoolContender& c,
                   c.haltpool, c.is_default,    {}};
       const Pacing pacing = sizing.PacingFor(a);
       MeasurePool(submit, 10000, 200, pacing);  // Warm-up: threads started.
-      for (int64_t gap : kSweepGapsNs) {
+      for (int64_t gap : sizing.gaps_ns) {
         curve.points.push_back(
             MeasurePool(submit, gap, sizing.Samples(a, gap), pacing));
       }
@@ -364,7 +376,13 @@ int main(int argc, char** argv) {
                 static_cast<int>(absl::GetFlag(FLAGS_max_samples).value),
                 {},
                 Submitter::kSleep,
-                absl::GetFlag(FLAGS_seed)};
+                absl::GetFlag(FLAGS_seed),
+                {}};
+  if (std::string error;
+      !ParseGaps(absl::GetFlag(FLAGS_gaps), &sizing.gaps_ns, &error)) {
+    absl::FPrintF(stderr, "tradeoff: --gaps: %s\n", error);
+    return 2;
+  }
   for (absl::string_view a :
        absl::StrSplit(absl::GetFlag(FLAGS_arrivals), ',')) {
     Arrivals arrivals;

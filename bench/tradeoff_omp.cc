@@ -44,6 +44,8 @@ ABSL_FLAG(std::string, arrivals, "periodic",
           "periodic, poisson, bursty, or several, comma-separated");
 ABSL_FLAG(std::string, submitter, "sleep", "sleep or spin (wake_harness.h)");
 ABSL_FLAG(uint64_t, seed, 1, "the poisson arrivals' generator seed");
+ABSL_FLAG(std::string, gaps, haltpool::bench::SweepGapsList(),
+          "the gaps to measure, ascending, comma-separated (0 to 10s)");
 
 namespace haltpool::bench {
 namespace {
@@ -132,6 +134,12 @@ int main(int argc, char** argv) {
                   absl::GetFlag(FLAGS_submitter));
     return 2;
   }
+  std::vector<int64_t> gaps_ns;
+  if (std::string error;
+      !ParseGaps(absl::GetFlag(FLAGS_gaps), &gaps_ns, &error)) {
+    absl::FPrintF(stderr, "tradeoff_omp: --gaps: %s\n", error);
+    return 2;
+  }
   const uint64_t seed = absl::GetFlag(FLAGS_seed);
   const int workers = static_cast<int>(absl::GetFlag(FLAGS_workers).value);
   const int64_t point_ms = absl::GetFlag(FLAGS_point_ms).value;
@@ -164,7 +172,7 @@ int main(int argc, char** argv) {
       } else {
         MeasurePool(submit, 10000, 200, pacing);
       }
-      for (int64_t gap : kSweepGapsNs) {
+      for (int64_t gap : gaps_ns) {
         const int n = SamplesFor(MeanSpacingNs(a, gap), point_ms, min_samples,
                                  max_samples);
         if (mode == "pair") {

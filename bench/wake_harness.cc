@@ -4,8 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "arch/cpu_wait.h"
 #include "arch/cycle_clock.h"
 #include "arch/timer_slack.h"
@@ -90,6 +96,40 @@ bool ParseArrivals(absl::string_view text, Arrivals* arrivals) {
     }
   }
   return false;
+}
+
+std::string SweepGapsList() {
+  std::string out;
+  for (int64_t gap : kSweepGapsNs) {
+    absl::StrAppend(&out, out.empty() ? "" : ",",
+                    absl::FormatDuration(absl::Nanoseconds(gap)));
+  }
+  return out;
+}
+
+bool ParseGaps(absl::string_view text, std::vector<int64_t>* gaps_ns,
+               std::string* error) {
+  constexpr int64_t kLongestGapNs = 10'000'000'000;
+  std::vector<int64_t> gaps;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    absl::Duration d;
+    if (!absl::ParseDuration(item, &d) || d < absl::ZeroDuration() ||
+        absl::ToInt64Nanoseconds(d) > kLongestGapNs) {
+      *error = absl::StrCat("'", item,
+                            "': accepted: a duration from 0 to 10s such as "
+                            "0, 50us or 1ms, comma-separated");
+      return false;
+    }
+    const int64_t ns = absl::ToInt64Nanoseconds(d);
+    if (!gaps.empty() && ns <= gaps.back()) {
+      *error = absl::StrCat("'", item,
+                            "': accepted: gaps in ascending order, each once");
+      return false;
+    }
+    gaps.push_back(ns);
+  }
+  *gaps_ns = std::move(gaps);
+  return true;
 }
 
 std::string SubmitterName(Submitter submitter) {

@@ -53,6 +53,15 @@ inline constexpr int64_t kSweepGapsNs[] = {0,       1000,    5000,    20000,
                                            50000,   100000,  200000,  500000,
                                            1000000, 5000000, 10000000};
 
+// "0,1us,...,10ms": kSweepGapsNs as --gaps takes them.
+std::string SweepGapsList();
+// Parses --gaps: durations as absl::ParseDuration reads them ("0", "50us",
+// "1ms"), comma-separated, ascending, each from 0 to 10 s. On failure
+// returns false and says in `error` which one was wrong and what is
+// accepted.
+bool ParseGaps(absl::string_view text, std::vector<int64_t>* gaps_ns,
+               std::string* error);
+
 // Submitter::kSleep: how early the sleeping waker wakes up, to spin the
 // rest of the gap; shorter gaps are spun whole. A timed sleep on this
 // project's 2-vCPU KVM guest ends 30-100 us late; 80 us is what

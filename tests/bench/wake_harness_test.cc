@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cmath>
+#include <iterator>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -81,6 +83,26 @@ TEST(WakeHarness, ArrivalsAndSubmittersParseTheirNames) {
   EXPECT_TRUE(ParseSubmitter("sleep", &s));
   EXPECT_EQ(s, Submitter::kSleep);
   EXPECT_FALSE(ParseSubmitter("busy", &s));
+}
+
+TEST(WakeHarness, GapsParseAsDurationsInAscendingOrder) {
+  std::vector<int64_t> gaps;
+  std::string error;
+  ASSERT_TRUE(ParseGaps(SweepGapsList(), &gaps, &error)) << error;
+  EXPECT_EQ(gaps, std::vector<int64_t>(std::begin(kSweepGapsNs),
+                                       std::end(kSweepGapsNs)));
+  ASSERT_TRUE(ParseGaps("0,50us,1ms", &gaps, &error)) << error;
+  EXPECT_EQ(gaps, (std::vector<int64_t>{0, 50000, 1000000}));
+  EXPECT_FALSE(ParseGaps("1ms,50us", &gaps, &error));
+  EXPECT_NE(error.find("'50us'"), std::string::npos) << error;
+  EXPECT_NE(error.find("ascending"), std::string::npos) << error;
+  for (const char* bad : {"50", "50xs", "-1us", "11s", "", "1ms,,2ms"}) {
+    error.clear();
+    EXPECT_FALSE(ParseGaps(bad, &gaps, &error)) << bad;
+    EXPECT_NE(error.find("accepted"), std::string::npos) << error;
+  }
+  EXPECT_EQ(gaps, (std::vector<int64_t>{0, 50000, 1000000}))
+      << "a failed parse changes nothing";
 }
 
 TEST(WakeHarness, PeriodicWaitsTheGapEveryTime) {
