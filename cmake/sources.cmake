@@ -95,6 +95,7 @@ set(HALTPOOL_HEADERS
   idle/idle_state.h
   idle/idle_stats.h
   idle/parker.h
+  idle/poll_gate.h
   idle/poll_backoff.h
   idle/predictive_governor.h
   idle/profile.h

@@ -14,6 +14,7 @@
 #include "idle/governor.h"
 #include "idle/idle_state.h"
 #include "idle/idle_stats.h"
+#include "idle/poll_gate.h"
 
 namespace haltpool::idle {
 
@@ -36,17 +37,24 @@ struct IdleDevice {
 // on it. A block the governor limited (Selection::block_until_ns) that runs
 // out is a kTimeout, and the loop asks the governor again. `poll_cap_ns`
 // shortens every poll the governor selects (a back-off under contention);
-// the governor reflects on the poll it really got. Called only by the waiting
-// thread; allocates nothing.
+// the governor reflects on the poll it really got. With `gate` set, each
+// poll the governor selects first asks gate->TryEnter(); refused, the loop
+// blocks instead (until woken or the deadline), and an allowed poll calls
+// gate->Leave() when it ends. Called only by the waiting thread; allocates
+// nothing.
 template <typename PollFn, typename BlockFn>
 IdleResult RunIdle(const IdleDevice& dev, int64_t deadline_ns, PollFn&& poll,
                    BlockFn&& block, bool allow_poll = true,
-                   int64_t poll_cap_ns = kUnlimitedPollNs) noexcept {
+                   int64_t poll_cap_ns = kUnlimitedPollNs,
+                   PollGate* gate = nullptr) noexcept {
   for (;;) {
     const int64_t start = dev.clock->NowNs();
     if (start >= deadline_ns) return IdleResult::kTimedOut;
     Selection sel = dev.governor->Select({start, deadline_ns});
     if (!allow_poll) sel = {kBlockState, 0};
+    if (sel.state == kPollState && gate != nullptr && !gate->TryEnter()) {
+      sel = {kBlockState, 0};
+    }
     if (sel.state == kPollState) {
       sel.poll_limit_ns = std::min(sel.poll_limit_ns, poll_cap_ns);
     }
@@ -54,6 +62,7 @@ IdleResult RunIdle(const IdleDevice& dev, int64_t deadline_ns, PollFn&& poll,
     if (sel.state == kPollState) {
       const bool window_first = sel.poll_limit_ns < deadline_ns - start;
       woken = poll(window_first ? start + sel.poll_limit_ns : deadline_ns);
+      if (gate != nullptr) gate->Leave();
     } else {
       woken = block(std::min(deadline_ns, sel.block_until_ns));
     }

@@ -180,7 +180,8 @@ bool Parker::BlockIn(ExternalWait& external, int64_t until_ns) noexcept {
 }
 
 IdleResult Parker::Park(int64_t deadline_ns, bool allow_poll,
-                        ExternalWait* external, int64_t poll_cap_ns) noexcept {
+                        ExternalWait* external, int64_t poll_cap_ns,
+                        PollGate* gate) noexcept {
   std::atomic<uint32_t>& state = word_->state_;
   if (state.load(std::memory_order_relaxed) & WakeWord::kNotified) {
     Consume();
@@ -193,12 +194,12 @@ IdleResult Parker::Park(int64_t deadline_ns, bool allow_poll,
           ? RunIdle(
                 dev, deadline_ns, [this](int64_t until) { return Poll(until); },
                 [this](int64_t until) { return Block(until); }, allow_poll,
-                poll_cap_ns)
+                poll_cap_ns, gate)
           : RunIdle(
                 dev, deadline_ns,
                 [&](int64_t until) { return PollWith(*external, until); },
                 [&](int64_t until) { return BlockIn(*external, until); },
-                allow_poll, poll_cap_ns);
+                allow_poll, poll_cap_ns, gate);
   if (result == IdleResult::kWoken) return result;
   // Timed out, possibly while polling: put the word back to kEmpty so later
   // wakers do not count a poll that is over. A wake that raced is taken.

@@ -130,10 +130,13 @@ class Parker {
   // `external` must outlive every Unpark of this word once it was used.
   //
   // `poll_cap_ns` shortens every poll the governor selects (the pool's
-  // back-off under contention); kUnlimitedPollNs leaves them alone.
+  // back-off under contention); kUnlimitedPollNs leaves them alone. With
+  // `gate` set, each poll must be allowed by it first (RunIdle), so a
+  // waiter holds a poller's place only while it polls.
   IdleResult Park(int64_t deadline_ns = arch::kNoDeadline,
                   bool allow_poll = true, ExternalWait* external = nullptr,
-                  int64_t poll_cap_ns = kUnlimitedPollNs) noexcept;
+                  int64_t poll_cap_ns = kUnlimitedPollNs,
+                  PollGate* gate = nullptr) noexcept;
 
   // Idles under `options` from the next Park on: a new governor made from
   // them (it starts afresh, as the kernel's does when cpuidle's governor is

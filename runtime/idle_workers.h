@@ -16,13 +16,41 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "idle/parker.h"
+#include "idle/poll_gate.h"
 #include "idle/protocol_step.h"
 
 namespace haltpool {
+
+class IdleWorkers;
+
+// A worker's pass to the polling slots, asked by its idle loop before each
+// poll (idle::PollGate): a worker holds a slot only while it polls, so one
+// whose governor blocks until it expects a task leaves the slot to another.
+// Owned by one worker; only its thread.
+class PollSlotGate final : public idle::PollGate {
+ public:
+  explicit PollSlotGate(IdleWorkers& workers) noexcept : workers_(&workers) {}
+
+  bool TryEnter() noexcept override;
+  void Leave() noexcept override;
+
+  // Whether the worker polled since the last call, and resets it: the
+  // back-off counts preemptions only around polls (contention_monitor.h).
+  bool TakePolled() noexcept {
+    const bool polled = polled_;
+    polled_ = false;
+    return polled;
+  }
+
+ private:
+  IdleWorkers* workers_;
+  bool polled_ = false;
+};
 
 class IdleWorkers {
  public:
@@ -44,6 +72,9 @@ class IdleWorkers {
   // `w`'s thread.
   template <typename HasWork>
   bool AnnounceThenRecheck(int w, HasWork&& has_work) noexcept {
+    slots_[w].announced.store(
+        announcements_.fetch_add(1, std::memory_order_relaxed),
+        std::memory_order_relaxed);
     slots_[w].idle.store(true, std::memory_order_seq_cst);
     num_idle_.fetch_add(1, std::memory_order_seq_cst);
     HALTPOOL_PROTOCOL_STEP();  // A submitter may look for idle workers now.
@@ -79,8 +110,13 @@ class IdleWorkers {
     }
   }
 
-  // Wakes one announced worker, a polling one if any (its wake costs no
-  // system call), starting the scan at a rotating index so wakes spread.
+  // Wakes one announced worker: a polling one if any (its wake costs no
+  // system call), else the one that announced itself last. That worker
+  // idled least, so its caches are warmest, and a steady stream of tasks
+  // keeps going to the same worker: its governor sees the stream's own
+  // gaps, not a share of them, and the others stay blocked (the LIFO order
+  // of Go's idle Ps). Scans start at a rotating index, so wakes among
+  // pollers spread.
   // Call after pushing a task: a seq_cst fence orders the push before the
   // idle flags are read. Returns true if it woke one; false if none was
   // announced. Model: `wake_one`. Any thread; no allocation; a FUTEX_WAKE
@@ -104,15 +140,22 @@ class IdleWorkers {
   // worker and by wakers, and read by every scan.
   struct alignas(64) Slot {
     std::atomic<bool> idle{false};  // Model: `idle[w]`.
+    // When the worker last announced itself, in announcements_'s order; a
+    // hint for WakeOne, so relaxed: a stale one picks another idle worker.
+    std::atomic<uint64_t> announced{0};
     idle::WakeWord* word = nullptr;
   };
+
+  // Takes `s`'s worker if it is still announced and wakes it.
+  bool TakeAndWake(Slot& s) noexcept;
 
   const size_t n_;
   const int max_pollers_;
   std::unique_ptr<Slot[]> slots_;
-  std::atomic<int> num_idle_{0};          // Model: `num_idle`.
-  std::atomic<int> num_pollers_{0};       // Model: `num_pollers`.
-  std::atomic<unsigned> wake_cursor_{0};  // Model: `start` in `wake_one`.
+  std::atomic<int> num_idle_{0};            // Model: `num_idle`.
+  std::atomic<uint64_t> announcements_{0};  // Stamps for Slot::announced.
+  std::atomic<int> num_pollers_{0};         // Model: `num_pollers`.
+  std::atomic<unsigned> wake_cursor_{0};    // Model: `start` in `wake_one`.
 };
 
 }  // namespace haltpool

@@ -58,6 +58,8 @@ struct ThreadPool::Worker {
   std::thread thread;
   WorkerIo io;                // Made on first use by this worker's tasks.
   ContentionMark contention;  // For the contention monitor.
+  // Its pass to the polling slots; made with idle_workers_.
+  std::optional<PollSlotGate> poll_gate;
 };
 
 absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(
@@ -127,6 +129,7 @@ absl::Status ThreadPool::Start() {
   idle_workers_ = std::make_unique<IdleWorkers>(
       std::move(words),
       options_.max_pollers ? options_.max_pollers : std::max(1, n / 2));
+  for (auto& w : workers_) w->poll_gate.emplace(*idle_workers_);
   accepting_.store(true, std::memory_order_seq_cst);
   for (auto& w : workers_) {
     Worker* raw = w.get();
@@ -409,16 +412,18 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
                       timer_keeper_.compare_exchange_strong(
                           no_keeper, w.index, std::memory_order_seq_cst);
   if (keeper) deadline = timers_.next_deadline();
+  // The idle loop asks the gate for a polling slot before each poll, so a
+  // worker whose governor blocks leaves the slot to another.
   const int64_t poll_cap = contention_->PollCapNs();
-  const bool poll = poll_cap != 0 && idle_workers_->TryStartPolling();
   // With I/O in flight the poll state also watches the reactor (its
   // completion ring, or epoll_wait with timeout 0) and the block state
   // waits in it.
   idle::ExternalWait* external = w.io.WaitWhileInFlight();
   HALTPOOL_PROTOCOL_STEP();  // A wake may come before the park begins.
-  w.parker->Park(deadline, poll, external, poll_cap);
-  if (w.contention.measuring) contention_->AfterIdle(w.contention, poll);
-  if (poll) idle_workers_->StopPolling();
+  w.parker->Park(deadline, /*allow_poll=*/poll_cap != 0, external, poll_cap,
+                 &*w.poll_gate);
+  const bool polled = w.poll_gate->TakePolled();
+  if (w.contention.measuring) contention_->AfterIdle(w.contention, polled);
   idle_workers_->Retire(w.index);
   if (keeper) {
     timer_keeper_.store(-1, std::memory_order_seq_cst);

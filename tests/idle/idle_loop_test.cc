@@ -424,6 +424,56 @@ TEST_F(IdleLoopTest, WithoutPollingADeadlineStillEndsTheBlock) {
                                 "reflect:1:30000:deadline"));
 }
 
+// A gate that logs its calls and allows the first `allowed` polls.
+class LoggingGate final : public PollGate {
+ public:
+  LoggingGate(std::vector<std::string>& log, int allowed)
+      : log_(log), allowed_(allowed) {}
+  bool TryEnter() noexcept override {
+    const bool ok = allowed_-- > 0;
+    log_.push_back(ok ? "gate:enter" : "gate:refused");
+    return ok;
+  }
+  void Leave() noexcept override { log_.push_back("gate:leave"); }
+
+ private:
+  std::vector<std::string>& log_;
+  int allowed_;
+};
+
+TEST_F(IdleLoopTest, AnAllowedPollLeavesTheGateWhenItEnds) {
+  GrowWindowTo50us();
+  LoggingGate gate(log_, /*allowed=*/1);
+  EXPECT_EQ(RunIdle(Device(), clock_.NowNs() + kSecond, PollWokenAfter(10000),
+                    Unreachable("block"), /*allow_poll=*/true, kUnlimitedPollNs,
+                    &gate),
+            IdleResult::kWoken);
+  EXPECT_THAT(log_, ElementsAre("select:0", "gate:enter", "poll:until+50000",
+                                "gate:leave", "reflect:0:10000:woken"));
+}
+
+TEST_F(IdleLoopTest, ARefusedPollBlocksUntilWokenHoldingNoSlot) {
+  GrowWindowTo50us();
+  LoggingGate gate(log_, /*allowed=*/0);
+  EXPECT_EQ(RunIdle(Device(), clock_.NowNs() + kSecond, Unreachable("poll"),
+                    BlockWokenAfter(30000), /*allow_poll=*/true,
+                    kUnlimitedPollNs, &gate),
+            IdleResult::kWoken);
+  EXPECT_THAT(log_,
+              ElementsAre("select:0", "gate:refused", "block:until+1000000000",
+                          "reflect:1:30000:woken"));
+}
+
+TEST_F(IdleLoopTest, AGateIsNotAskedForABlock) {
+  LoggingGate gate(log_, /*allowed=*/0);
+  EXPECT_EQ(RunIdle(Device(), clock_.NowNs() + kSecond, Unreachable("poll"),
+                    BlockWokenAfter(100000), /*allow_poll=*/true,
+                    kUnlimitedPollNs, &gate),
+            IdleResult::kWoken);
+  EXPECT_THAT(log_, ElementsAre("select:1", "block:until+1000000000",
+                                "reflect:1:100000:woken"));
+}
+
 TEST(IdleLoop, WindowIsPublishedAfterReflect) {
   FakeClock clock;
   ScriptedGovernor g;

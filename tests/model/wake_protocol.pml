@@ -193,11 +193,7 @@ loop:
     :: else -> skip
     fi;
 #endif
-    allow = (num_pollers < MAXP);  /* at most MAXP pollers */
-    if
-    :: allow -> num_pollers++
-    :: else -> skip
-    fi
+    skip
   };
 
   /* Parker::Park: a wake that came first is taken at once. */
@@ -207,10 +203,14 @@ loop:
     :: else -> skip
     fi
   };
-select_state:  /* RunIdle: the governor picks a state, or the deadline passed */
+select_state:  /* RunIdle: the governor picks a state, or the deadline passed;
+                 a poll first takes a polling slot (PollSlotGate::TryEnter),
+                 at most MAXP at once, and gives it back when it ends */
   if
-  :: allow && !IN_FLIGHT(me) -> goto poll
-  :: allow && IN_FLIGHT(me) -> goto poll_io
+  :: atomic { num_pollers < MAXP && !IN_FLIGHT(me) ->
+       num_pollers++; allow = 1 }; goto poll
+  :: atomic { num_pollers < MAXP && IN_FLIGHT(me) ->
+       num_pollers++; allow = 1 }; goto poll_io
   :: !IN_FLIGHT(me) -> goto block
   :: IN_FLIGHT(me) -> goto block_io
   :: atomic { deadlines_left > 0 -> deadlines_left-- }; goto deadline
@@ -231,6 +231,7 @@ end_poll:  /* WaitWhileEqual(kPolling): a wake, or the window runs out */
   if
   :: atomic { word[me] != POLLING -> CONSUME(me); goto parked }
   :: atomic { timeouts_left > 0 -> timeouts_left--;
+       num_pollers--; allow = 0;  /* PollSlotGate::Leave */
        if
        :: word[me] == POLLING -> goto select_state
        :: else -> CONSUME(me); goto parked
@@ -302,6 +303,7 @@ end_poll_io:  /* a wake, a completion (Ready), or the window runs out */
   :: atomic { READY && word[me] == POLLING ->
        word[me] = EMPTY; goto parked }  /* compare_exchange(kPolling, kEmpty) */
   :: atomic { timeouts_left > 0 -> timeouts_left--;
+       num_pollers--; allow = 0;  /* PollSlotGate::Leave */
        if
        :: word[me] == POLLING -> goto select_state
        :: else -> CONSUME(me); goto parked

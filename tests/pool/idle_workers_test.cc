@@ -1,6 +1,7 @@
 // IdleWorkers, the pool's half of the wake protocol, on its own: announce
-// and re-check, WakeOne taking exactly one announced worker, Retire, and the
-// polling cap. The protocol under contention is tests/torture's.
+// and re-check, WakeOne taking exactly one announced worker (the last to
+// announce when none polls), Retire, and the polling cap and its gate. The
+// protocol under contention is tests/torture's.
 
 #include "runtime/idle_workers.h"
 
@@ -88,6 +89,43 @@ TEST_F(IdleWorkersTest, PollingSlotsAreCapped) {
   idle_.StopPolling();
   EXPECT_EQ(idle_.num_pollers(), 1);
   EXPECT_TRUE(idle_.TryStartPolling());
+}
+
+TEST_F(IdleWorkersTest, WithNobodyPollingTheLastToAnnounceIsWoken) {
+  // Announced in the order 1, 2, 0: the wakes take 0, then 2, then 1,
+  // wherever the rotating scan starts.
+  for (int w : {1, 2, 0}) {
+    ASSERT_TRUE(idle_.AnnounceThenRecheck(w, [] { return false; }));
+  }
+  for (int expected : {0, 2, 1}) {
+    ASSERT_TRUE(idle_.WakeOne());
+    EXPECT_EQ(Wakes(expected), 1u) << "worker " << expected;
+  }
+  // A worker that announces again is the freshest once more.
+  idle_.Retire(1);
+  ASSERT_TRUE(idle_.AnnounceThenRecheck(1, [] { return false; }));
+  ASSERT_TRUE(idle_.AnnounceThenRecheck(2, [] { return false; }));
+  ASSERT_TRUE(idle_.AnnounceThenRecheck(0, [] { return false; }));
+  ASSERT_TRUE(idle_.WakeOne());
+  EXPECT_EQ(Wakes(0), 2u);
+}
+
+TEST_F(IdleWorkersTest, TheGateHoldsASlotOnlyWhileAllowedToPoll) {
+  PollSlotGate a(idle_), b(idle_), c(idle_);
+  EXPECT_TRUE(a.TryEnter());
+  EXPECT_TRUE(b.TryEnter());
+  EXPECT_FALSE(c.TryEnter());  // Two slots.
+  EXPECT_EQ(idle_.num_pollers(), 2);
+  a.Leave();
+  EXPECT_EQ(idle_.num_pollers(), 1);
+  EXPECT_TRUE(c.TryEnter());
+  c.Leave();
+  b.Leave();
+  EXPECT_EQ(idle_.num_pollers(), 0);
+  // TakePolled says whether a poll was allowed since it was last asked.
+  EXPECT_TRUE(a.TakePolled());
+  EXPECT_FALSE(a.TakePolled());
+  EXPECT_TRUE(c.TakePolled());
 }
 
 }  // namespace
