@@ -45,7 +45,8 @@ std::optional<int64_t> ReadCpuPressureSomeUs() noexcept;
 
 // A /proc file kept open and read again from its start, one pread per
 // reading (the kernel writes the text anew for a read at offset 0): a third
-// of what opening it each time costs (bench/micro_contention).
+// of what opening it each time costs (measured by the micro_contention
+// benchmark).
 class ProcFile {
  public:
   // Opens `path`; available() says whether that worked.
@@ -74,7 +75,7 @@ std::optional<int64_t> ReadCpuPressureSomeUs(ProcFile& file) noexcept;
 std::optional<int64_t> ParseLoadavgRunning(absl::string_view text) noexcept;
 
 // ParseLoadavgRunning of the real /proc/loadavg; absent if it cannot be
-// read. About 2 us (bench/micro_contention). Any thread.
+// read. About 2 us (the micro_contention benchmark). Any thread.
 std::optional<int64_t> ReadLoadavgRunning() noexcept;
 
 // ParseLoadavgRunning of `file` (/proc/loadavg kept open).

@@ -1,7 +1,7 @@
 // Backing off polling while the CPUs are contended: a poller must not take
 // a CPU that other runnable work needs. A plain policy value, fed samples
 // the pool takes every 10 ms (never on every park, and never while a worker
-// is announced idle: runtime/contention_monitor.h); it says how much of the
+// is announced idle: the pool's contention monitor); it says how much of the
 // governor's poll window may still be used. It measures before it acts:
 // every rule asks whether polling takes a CPU from something, not whether
 // the machine is busy. A busy machine whose threads all have a CPU (one
@@ -72,7 +72,7 @@ class PollBackoff {
   static constexpr double kStealThreshold = 0.10;
   // 10 %: 1 ms of every 10 ms with a thread kept from a CPU, the same
   // share as steal; with hogs filling every CPU it reads 60-100 %
-  // (bench/oversubscription).
+  // (the oversubscription benchmark).
   static constexpr double kWaitThreshold = 0.10;
   static constexpr int64_t kPreemptedThreshold = 1;
   static constexpr int kMaxLevel = 4;

@@ -1,7 +1,7 @@
 // A limit on how many waiters poll at once, asked before each poll rather
 // than once per idle period: a waiter whose governor blocks holds no
-// permission, so another may poll meanwhile. The pool's implementation is
-// its polling slots (runtime/idle_workers.h); no wake depends on a gate.
+// permission, so another may poll meanwhile. A thread pool implements it
+// with its polling slots; no wake depends on a gate.
 
 #ifndef HALTPOOL_IDLE_POLL_GATE_H_
 #define HALTPOOL_IDLE_POLL_GATE_H_

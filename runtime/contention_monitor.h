@@ -57,8 +57,8 @@ class ContentionMonitor {
   // interval adds cost, not information.
   static constexpr int64_t kSampleIntervalNs = 10000000;
   // Steal is read every 10th sample (100 ms, ten ticks): /proc/stat costs
-  // 10 us on a 2-vCPU KVM guest (bench/micro_contention), and steal that
-  // matters lasts longer than a CFS period anyway.
+  // 10 us on a 2-vCPU KVM guest (the micro_contention benchmark), and steal
+  // that matters lasts longer than a CFS period anyway.
   static constexpr int kStealEvery = 10;
 
   // Machine readings, or what `probe` returns instead (for tests and for

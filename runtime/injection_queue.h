@@ -82,10 +82,10 @@ class InjectionQueue {
 
   size_t ring_capacity() const noexcept { return capacity_; }
 
-  // 16384 jobs of 48 bytes (768 KiB) per pool: holds bench/pool_throughput's
-  // 10,000-task burst from one outside producer. With 1024 the burst spilled
-  // to the overflow's lock and the outside producer ran at 2.6M tasks/s
-  // against 4.6M (2-vCPU KVM guest, docs/BENCHMARKS.md).
+  // 16384 jobs of 48 bytes (768 KiB) per pool: holds the pool_throughput
+  // benchmark's 10,000-task burst from one outside producer. With 1024 the
+  // burst spilled to the overflow's lock and the outside producer ran at 2.6M
+  // tasks/s against 4.6M (2-vCPU KVM guest, docs/BENCHMARKS.md).
   static constexpr size_t kDefaultRingCapacity = 16384;
 
  private:

@@ -17,7 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "runtime/cpu_quota.h"
 
-// HALTPOOL_WITHOUT_HWLOC builds without hwloc (tools/cross-test defines it:
+// HALTPOOL_WITHOUT_HWLOC builds without hwloc (the cross-test tool defines it:
 // Debian's static hwloc needs libudev, which has no static build). Then
 // LoadHwlocTopology always fails, saying so, and LoadTopology takes its
 // usual fallback: the allowed CPUs, each its own core.

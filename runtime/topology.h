@@ -60,7 +60,7 @@ struct Topology {
 // (offline, or beyond what hwloc saw). Costs one hwloc_topology_load: 20-70
 // ms on a 2-vCPU KVM guest, mostly hwloc opening its plugins. Never changes
 // any thread's affinity (hwloc's x86 CPUID backend, which would, is off).
-// In a build with HALTPOOL_WITHOUT_HWLOC defined (tools/cross-test's static
+// In a build with HALTPOOL_WITHOUT_HWLOC defined (the cross-test tool's static
 // builds) it always fails, kUnimplemented, "no hwloc in this build".
 // Thread-safe.
 absl::StatusOr<Topology> LoadHwlocTopology(const std::vector<int>& allowed);
