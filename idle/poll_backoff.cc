@@ -11,20 +11,27 @@ std::optional<int64_t> PollBackoff::RunnableOthers(
   return others < 0 ? 0 : others;
 }
 
-bool PollBackoff::Contended(const ContentionSample& s) noexcept {
-  if (s.steal_fraction && *s.steal_fraction > kStealThreshold) return true;
-  if (s.preempted >= kPreemptedThreshold) return true;
+PollBackoff::Cause PollBackoff::CauseOf(const ContentionSample& s) noexcept {
+  if (s.steal_fraction && *s.steal_fraction > kStealThreshold) {
+    return Cause::kSteal;
+  }
+  if (s.preempted >= kPreemptedThreshold) return Cause::kPreempted;
   // Others fill every CPU, and threads really waited (where the kernel
   // says so).
   const std::optional<int64_t> others = RunnableOthers(s);
-  if (!others || *others < s.usable_cpus) return false;
-  return !s.cpu_wait_fraction || *s.cpu_wait_fraction > kWaitThreshold;
+  if (!others || *others < s.usable_cpus) return Cause::kNone;
+  if (s.cpu_wait_fraction && *s.cpu_wait_fraction <= kWaitThreshold) {
+    return Cause::kNone;
+  }
+  return Cause::kRunnable;
 }
 
 void PollBackoff::Update(const ContentionSample& sample) noexcept {
   ++samples_;
   last_ = sample;
-  if (Contended(sample)) {
+  const Cause cause = CauseOf(sample);
+  if (cause != Cause::kNone) {
+    ++contended_[static_cast<int>(cause)];
     if (level_ < kMaxLevel) {
       ++level_;
       ++backed_off_;

@@ -87,8 +87,14 @@ class PollBackoff {
   static std::optional<int64_t> RunnableOthers(
       const ContentionSample& sample) noexcept;
 
+  // Which rule above, if any, says `sample` shows contention; the first
+  // that does, in the order steal, preempted, runnable.
+  enum class Cause { kNone, kSteal, kPreempted, kRunnable };
+  static Cause CauseOf(const ContentionSample& sample) noexcept;
   // Whether `sample` shows contention, by the rules above.
-  static bool Contended(const ContentionSample& sample) noexcept;
+  static bool Contended(const ContentionSample& sample) noexcept {
+    return CauseOf(sample) != Cause::kNone;
+  }
 
   // Takes a sample: backs off one level if contended, else recovers one
   // level if kHoldNs passed since the last contended sample or recovery.
@@ -109,6 +115,11 @@ class PollBackoff {
   uint64_t samples() const noexcept { return samples_; }
   uint64_t backed_off() const noexcept { return backed_off_; }  // Level ups.
   uint64_t recovered() const noexcept { return recovered_; }    // Back to 0.
+  // Samples that showed contention, by the rule that said so: which signal
+  // makes a pool back off (kNone: 0).
+  uint64_t contended(Cause cause) const noexcept {
+    return contended_[static_cast<int>(cause)];
+  }
   const ContentionSample& last() const noexcept { return last_; }
 
  private:
@@ -117,6 +128,7 @@ class PollBackoff {
   uint64_t samples_ = 0;
   uint64_t backed_off_ = 0;
   uint64_t recovered_ = 0;
+  uint64_t contended_[4] = {};  // By Cause.
   ContentionSample last_;
 };
 

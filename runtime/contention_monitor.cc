@@ -29,10 +29,12 @@ std::string FormatBackoff(const BackoffStats& s) {
       idle::PollBackoff::RunnableOthers(s.last);
   return absl::StrFormat(
       "level %d of %d (poll cap now %s); %u samples, backed off %u times, "
-      "recovered %u times; last: CPU wait %s, steal %s, %s other runnable, "
-      "%d preempted on %d CPUs",
+      "recovered %u times; contended: steal %u, preempted %u, runnable %u; "
+      "last: CPU wait %s, steal %s, %s other runnable, %d preempted on %d "
+      "CPUs",
       s.level, idle::PollBackoff::kMaxLevel, cap, s.samples, s.backed_off,
-      s.recovered, Percent(s.last.cpu_wait_fraction),
+      s.recovered, s.contended_steal, s.contended_preempted,
+      s.contended_runnable, Percent(s.last.cpu_wait_fraction),
       Percent(s.last.steal_fraction),
       others ? absl::StrCat(*others) : std::string("-"), s.last.preempted,
       s.last.usable_cpus);
@@ -122,6 +124,10 @@ BackoffStats ContentionMonitor::Stats() const {
   s.samples = backoff_.samples();
   s.backed_off = backoff_.backed_off();
   s.recovered = backoff_.recovered();
+  using Cause = idle::PollBackoff::Cause;
+  s.contended_steal = backoff_.contended(Cause::kSteal);
+  s.contended_preempted = backoff_.contended(Cause::kPreempted);
+  s.contended_runnable = backoff_.contended(Cause::kRunnable);
   s.last = backoff_.last();
   s.poll_cap_ns = idle::PollBackoff::CapAtLevel(
       s.level, governor_cap_ns_.load(std::memory_order_relaxed));

@@ -34,14 +34,19 @@ struct BackoffStats {
   uint64_t samples = 0;
   uint64_t backed_off = 0;
   uint64_t recovered = 0;
+  // Samples that showed contention, by the rule that said so
+  // (idle/poll_backoff.h): steal, a poller preempted, others runnable.
+  uint64_t contended_steal = 0;
+  uint64_t contended_preempted = 0;
+  uint64_t contended_runnable = 0;
   idle::ContentionSample last;
   // The cap on each poll now: kUnlimitedPollNs (none), 0 (no polling).
   int64_t poll_cap_ns = idle::kUnlimitedPollNs;
 };
 
 // "level 2 of 4 (poll cap now 12500 ns); 57 samples, backed off 3 times,
-// recovered 1 times; last: CPU wait 0.4%, steal 0.0%, 0 preempted on 2
-// CPUs", or "off". A reading the last sample lacked is "-".
+// recovered 1 times; contended: steal 0, preempted 3, runnable 0; last: CPU
+// wait 0.4%, steal 0.0%, 0 preempted on 2 CPUs", or "off". A reading the last sample lacked is "-".
 std::string FormatBackoff(const BackoffStats& stats);
 
 // What a worker keeps for the monitor between its calls.

@@ -4,7 +4,9 @@
 // one announced worker, preferring one that polls. Both sides order these
 // steps sequentially consistent, so either the worker sees the task or the
 // submitter sees the worker: a task never sits queued while every worker
-// sleeps. The parker's half (the handshake on one wake word) is
+// sleeps. A submitter that finds a worker polling may instead hand it the
+// task, in a slot on the cache line the waker takes anyway, before the
+// wake. The parker's half (the handshake on one wake word) is
 // idle/parker.h.
 //
 // Each step maps onto one step of the model in
@@ -18,11 +20,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "idle/parker.h"
 #include "idle/poll_gate.h"
 #include "idle/protocol_step.h"
+#include "runtime/job.h"
 
 namespace haltpool {
 
@@ -58,6 +63,9 @@ class IdleWorkers {
   // most `max_pollers` of them poll at once. The words must
   // outlive this object. Setup, before any worker runs.
   IdleWorkers(std::vector<idle::WakeWord*> words, int max_pollers);
+  // Destroys, unrun, a task still in a slot; the pool's shutdown leaves
+  // none (its workers take theirs before they exit).
+  ~IdleWorkers();
 
   IdleWorkers(const IdleWorkers&) = delete;
   IdleWorkers& operator=(const IdleWorkers&) = delete;
@@ -123,6 +131,30 @@ class IdleWorkers {
   // only if the worker it takes sleeps.
   bool WakeOne() noexcept;
 
+  // Hands `job` straight to an idle worker that polls: takes it (as WakeOne
+  // does), moves `job` into its slot, then unparks it, so the worker finds
+  // the task on the line it reads to retire, with no queue between. If the
+  // slot still holds an earlier task (the worker has not come round to it
+  // yet), `push` gets the job instead, before the wake. Returns true if a
+  // worker was taken (the job is gone); false if none polled, with `job`
+  // untouched: push it and call WakeOne. Needs no fence: the exchange of
+  // the worker's idle flag is the claim, and the wake comes after the task
+  // is in place (release, through Unpark). Model: `hand_off`. Any thread;
+  // no allocation; no system call unless the worker went to sleep
+  // meanwhile.
+  bool HandOff(Job& job, absl::FunctionRef<void(Job&&)> push) noexcept;
+
+  // The task handed to worker `w`, if there is one; empties the slot.
+  // Acquire, pairing with HandOff's release. Model: the `slot[me] == FULL`
+  // step. Only worker `w`'s thread.
+  std::optional<Job> TakeHandedOff(int w) noexcept;
+
+  // Whether worker `w`'s slot holds a task or is being filled. A snapshot;
+  // only worker `w`'s thread, for its last look before it exits.
+  bool HasHandedOff(int w) const noexcept {
+    return slots_[w].handoff.load(std::memory_order_acquire) != kFree;
+  }
+
   // Workers holding a polling slot now. A relaxed snapshot; any thread.
   int num_pollers() const noexcept {
     return num_pollers_.load(std::memory_order_relaxed);
@@ -136,20 +168,33 @@ class IdleWorkers {
   int max_pollers() const noexcept { return max_pollers_; }
 
  private:
+  // A hand-off slot's states. Only a submitter that took the worker's idle
+  // flag moves it from kFree (to kWriting, by compare-exchange, then
+  // kFull); only the worker moves it back.
+  enum : uint32_t { kFree = 0, kWriting = 1, kFull = 2 };
+
   // One per worker, on its own cache line: the flag is written by its
-  // worker and by wakers, and read by every scan.
+  // worker and by wakers, and read by every scan; the hand-off slot
+  // beside it is written by the waker that took the flag and read by the
+  // worker as it retires, so a hand-off moves that one line.
   struct alignas(64) Slot {
     std::atomic<bool> idle{false};  // Model: `idle[w]`.
+    std::atomic<uint32_t> handoff{kFree};  // Model: `slot[w]`.
     // When the worker last announced itself, in announcements_'s order; a
     // hint for WakeOne, so relaxed: a stale one picks another idle worker.
     std::atomic<uint64_t> announced{0};
-    idle::WakeWord* word = nullptr;
+    // The handed-off Job while `handoff` is kFull.
+    alignas(Job) unsigned char job[sizeof(Job)];
   };
+  static_assert(sizeof(Slot) == 64, "a hand-off moves one cache line");
 
-  // Takes `s`'s worker if it is still announced and wakes it.
-  bool TakeAndWake(Slot& s) noexcept;
+  // Takes worker `i` if it is still announced and wakes it.
+  bool TakeAndWake(size_t i) noexcept;
+  // Takes worker `i` if it is still announced; true if taken.
+  bool Take(size_t i) noexcept;
 
   const size_t n_;
+  const std::vector<idle::WakeWord*> words_;  // Worker i's is words_[i].
   const int max_pollers_;
   std::unique_ptr<Slot[]> slots_;
   std::atomic<int> num_idle_{0};            // Model: `num_idle`.

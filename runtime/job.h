@@ -9,9 +9,10 @@ namespace haltpool {
 
 class TaskGroup;
 
-// A queued task and the group it counts toward (or none). 40 bytes on
-// 64-bit targets: TaskFn is absl::AnyInvocable (16 bytes of inline storage,
-// a manager and an invoker pointer). It is not trivially relocatable (the
+// A queued task and the group it counts toward (or none). 48 bytes on
+// x86-64 and arm64, 40 on s390x: TaskFn is absl::AnyInvocable (16 bytes of
+// inline storage aligned as max_align_t, a manager and an invoker
+// pointer), then the group. It is not trivially relocatable (the
 // inline storage may hold any nothrow-movable callable), so the queues move
 // it with its move constructor and never copy its bytes.
 struct Job {

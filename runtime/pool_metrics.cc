@@ -187,6 +187,9 @@ std::string FormatPoolStatsOpenMetrics(const PoolStats& stats) {
       {"haltpool_tasks_stolen",
        "Of the tasks run, those taken from another worker's queue.",
        [](const WorkerStats& w) { return w.tasks_stolen; }},
+      {"haltpool_tasks_handed_off",
+       "Of the tasks run, those handed to the worker while it polled.",
+       [](const WorkerStats& w) { return w.tasks_handed_off; }},
       {"haltpool_exceptions", "Tasks and I/O callbacks that threw.",
        [](const WorkerStats& w) { return w.exceptions; }},
       {"haltpool_io_callbacks", "I/O completions whose callback ran.",
@@ -273,6 +276,11 @@ std::string FormatPoolStatsOpenMetrics(const PoolStats& stats) {
   out.Family("haltpool_backoff_recovered", Type::kCounter, "",
              "Times the back-off lowered its level.");
   out.Sample({}, absl::StrCat(b.recovered));
+  out.Family("haltpool_backoff_contended", Type::kCounter, "",
+             "Samples that showed contention, by the rule that said so.");
+  out.Sample({{"cause", "steal"}}, absl::StrCat(b.contended_steal));
+  out.Sample({{"cause", "preempted"}}, absl::StrCat(b.contended_preempted));
+  out.Sample({{"cause", "runnable"}}, absl::StrCat(b.contended_runnable));
   return std::move(out).Finish();
 }
 

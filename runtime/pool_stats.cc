@@ -46,9 +46,10 @@ std::string FormatPoolStatsText(const PoolStats& stats) {
   for (const WorkerStats& w : stats.workers) {
     absl::StrAppend(
         &out, idle::FormatCpupower(w.idle),
-        absl::StrFormat("Tasks: %u run, %u stolen, %u threw\n"
+        absl::StrFormat("Tasks: %u run, %u stolen, %u handed off, %u threw\n"
                         "I/O: %s, %u completions%s%s%s%s\n",
-                        w.tasks_run, w.tasks_stolen, w.exceptions,
+                        w.tasks_run, w.tasks_stolen, w.tasks_handed_off,
+                        w.exceptions,
                         w.io_backend.empty() ? "unused" : w.io_backend,
                         w.io.callbacks, w.io_note.empty() ? "" : " ; ",
                         w.io_note,
@@ -81,7 +82,11 @@ std::string FormatPoolStatsJson(const PoolStats& stats) {
       ",\"level\":", stats.backoff.level,
       ",\"samples\":", stats.backoff.samples,
       ",\"backed_off\":", stats.backoff.backed_off,
-      ",\"recovered\":", stats.backoff.recovered, ",\"poll_cap_ns\":",
+      ",\"recovered\":", stats.backoff.recovered,
+      ",\"contended\":{\"steal\":", stats.backoff.contended_steal,
+      ",\"preempted\":", stats.backoff.contended_preempted,
+      ",\"runnable\":", stats.backoff.contended_runnable,
+      "},\"poll_cap_ns\":",
       stats.backoff.poll_cap_ns == idle::kUnlimitedPollNs
           ? std::string("null")
           : absl::StrCat(stats.backoff.poll_cap_ns),
@@ -98,14 +103,15 @@ std::string FormatPoolStatsJson(const PoolStats& stats) {
         &out, i ? "," : "",
         absl::StrFormat(
             "{\"index\":%d,\"cpu\":%d,\"numa_node\":%d,"
-            "\"tasks_run\":%u,\"tasks_stolen\":%u,\"exceptions\":%u,"
+            "\"tasks_run\":%u,\"tasks_stolen\":%u,\"tasks_handed_off\":%u,"
+            "\"exceptions\":%u,"
             "\"idle_options_generation\":%u,"
             "\"io_backend\":%s,\"io_setup\":%s,\"io_callbacks\":%u,"
             "\"io_wakes\":{\"polled\":%u,\"posted\":%u,"
             "\"woke\":%u},\"io_queues\":{\"cq_overflows\":%u,"
             "\"cqes_dropped\":%u,\"retries\":%u},\"idle\":%s}",
             w.index, w.cpu, w.numa_node, w.tasks_run, w.tasks_stolen,
-            w.exceptions, w.idle_options_generation,
+            w.tasks_handed_off, w.exceptions, w.idle_options_generation,
             idle::JsonString(w.io_backend), idle::JsonString(w.io_setup),
             w.io.callbacks, w.io.polled, w.io.posted, w.io.woke,
             w.io.reactor.cq_overflows, w.io.reactor.cqes_dropped,

@@ -51,6 +51,7 @@ struct ThreadPool::Worker {
   WorkerQueue local;
   std::atomic<uint64_t> tasks_run{0};
   std::atomic<uint64_t> tasks_stolen{0};
+  std::atomic<uint64_t> tasks_handed_off{0};
   std::atomic<uint64_t> exceptions{0};
   // The idle options' generation its parker runs with (IdleRetuner).
   std::atomic<uint64_t> idle_generation{0};
@@ -158,13 +159,21 @@ absl::Status ThreadPool::Enqueue(Job job) {
         "the pool is shut down and accepts no more tasks");
   }
   if (job.group != nullptr) job.group->Add();
-  if (Worker* w = CurrentWorker()) {
-    PushLocal(*w, std::move(job));
-  } else {
-    injection_.Push(std::move(job));
+  Worker* const w = CurrentWorker();
+  auto push = [&](Job&& j) {
+    if (w != nullptr) {
+      PushLocal(*w, std::move(j));
+    } else {
+      injection_.Push(std::move(j));
+    }
+  };
+  // A worker that polls takes the task from beside its wake word; else the
+  // task is queued and an idle worker woken to find it.
+  if (!idle_workers_->HandOff(job, push)) {
+    push(std::move(job));
+    HALTPOOL_PROTOCOL_STEP();  // A worker may go idle between push and wake.
+    idle_workers_->WakeOne();
   }
-  HALTPOOL_PROTOCOL_STEP();  // A worker may go idle between push and wake.
-  idle_workers_->WakeOne();
   submitting_.fetch_sub(1, std::memory_order_seq_cst);
   return absl::OkStatus();
 }
@@ -333,6 +342,12 @@ absl::StatusOr<PoolIo> ThreadPool::Io() {
 }
 
 bool ThreadPool::RunOne(Worker& w) {
+  // A task handed to this worker while it polled is why it woke.
+  if (std::optional<Job> job = idle_workers_->TakeHandedOff(w.index)) {
+    Bump(w.tasks_handed_off);
+    Run(w, *job);
+    return true;
+  }
   // Completions that are visibly ready run first; every so many tasks the
   // reactor is asked anyway (queued submissions, epoll's readiness), so a
   // worker that always has tasks still serves its I/O, as Go and Tokio do.
@@ -451,7 +466,10 @@ void ThreadPool::WorkerMain(Worker& w) {
   }
   for (;;) {
     if (RunOne(w)) continue;
-    if (stopping_.load(std::memory_order_seq_cst) && !HasWork()) break;
+    if (stopping_.load(std::memory_order_seq_cst) && !HasWork() &&
+        !idle_workers_->HasHandedOff(w.index)) {
+      break;
+    }
     IdleOnce(w, /*stop_ends_idle=*/true);
   }
   // Every I/O callback still runs, with -ECANCELED: a coroutine waiting on
@@ -527,6 +545,8 @@ PoolStats ThreadPool::Stats() const {
     ws.idle = w->parker->Stats(absl::StrCat("worker ", w->index), "parker");
     ws.tasks_run = w->tasks_run.load(std::memory_order_relaxed);
     ws.tasks_stolen = w->tasks_stolen.load(std::memory_order_relaxed);
+    ws.tasks_handed_off =
+        w->tasks_handed_off.load(std::memory_order_relaxed);
     ws.exceptions = w->exceptions.load(std::memory_order_relaxed);
     ws.idle_options_generation =
         w->idle_generation.load(std::memory_order_relaxed);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "idle/governor.h"
@@ -127,13 +128,24 @@ TEST(PollBackoff, EachSignalAloneIsContention) {
   runnable.runnable = 3;  // The sampler and two others on 2 CPUs.
   ContentionSample preempted = Quiet(0);
   preempted.preempted = PollBackoff::kPreemptedThreshold;
-  for (const ContentionSample& s : {steal, runnable, preempted}) {
+  using Cause = PollBackoff::Cause;
+  const std::pair<ContentionSample, Cause> cases[] = {
+      {steal, Cause::kSteal},
+      {runnable, Cause::kRunnable},
+      {preempted, Cause::kPreempted}};
+  for (const auto& [s, cause] : cases) {
     EXPECT_TRUE(PollBackoff::Contended(s));
+    EXPECT_EQ(PollBackoff::CauseOf(s), cause);
     PollBackoff b;
     b.Update(s);
     EXPECT_EQ(b.level(), 1);
     EXPECT_EQ(b.PollCapNs(200000), 100000);
+    // Counted under its own rule, and under no other.
+    for (Cause c : {Cause::kSteal, Cause::kPreempted, Cause::kRunnable}) {
+      EXPECT_EQ(b.contended(c), c == cause ? 1u : 0u);
+    }
   }
+  EXPECT_EQ(PollBackoff::CauseOf(Quiet(0)), Cause::kNone);
 }
 
 TEST(PollBackoff, TheThresholdsAreStrict) {

@@ -20,8 +20,9 @@
  * pool's re-check of the queues after a worker announces it is idle;
  * BROKEN_TASKRUN_PREDICATE (with IO) makes the I/O poll look at the
  * completion queue only, not the task-run flag; BROKEN_RING_RECHECK (with IO)
- * makes the ring wait sleep without running the pending task work. Each
- * must fail the check. */
+ * makes the ring wait sleep without running the pending task work;
+ * BROKEN_HANDOFF_ORDER makes a hand-off wake the worker before it fills the
+ * worker's hand-off slot. Each must fail the check. */
 
 #ifndef N
 #define N 2
@@ -39,6 +40,11 @@
 #endif
 #define IOW 0 /* the worker with I/O in flight */
 
+/* IdleWorkers::Slot::handoff states (runtime/idle_workers.h). */
+#define FREE 0
+#define WRITING 1
+#define FULL 2
+
 /* WakeWord states (idle/parker.h). */
 #define EMPTY 0
 #define NOTIFIED 1
@@ -51,8 +57,9 @@ bool in_futex[N];  /* the worker is queued in the kernel on its word */
 bool idle[N];      /* IdleWorkers::Slot::idle */
 byte num_idle;     /* IdleWorkers::num_idle_ */
 byte num_pollers;  /* IdleWorkers::num_pollers_ */
+byte slot[N];      /* IdleWorkers::Slot::handoff: a task handed to worker w */
 byte queued;       /* tasks in the queues */
-byte submitted;    /* tasks pushed */
+byte submitted;    /* tasks pushed or handed off */
 byte ran;          /* tasks run */
 byte spurious_left = 1;  /* budget of spurious futex wake-ups */
 byte timeouts_left = 1;  /* budget of poll windows running out */
@@ -126,13 +133,69 @@ woke: skip
   fi
 }
 
+/* IdleWorkers::HandOff: take an idle worker that polls, put the task in
+ * its slot (or, if the slot still holds an earlier task, push it), then
+ * wake it. `handed` is 0 if no worker polled: the task is left to the
+ * caller, who pushes it and calls wake_one. */
+inline hand_off(start, k, w, got, put, prev, handed) {
+  handed = 0;
+  if
+  :: num_pollers == 0 -> skip  /* the hint that no one polls */
+  :: else ->
+    atomic { select(start : 0 .. N - 1); k = 0 };  /* wake_cursor_ */
+    do
+    :: k < N ->
+      /* The checks and the exchange as one step, as in wake_one. */
+      atomic {
+        w = (start + k) % N;
+        if
+        :: idle[w] && word[w] == POLLING -> got = 1; idle[w] = 0
+        :: else -> got = 0
+        fi
+      };
+      if
+      :: got ->
+        num_idle--;
+#ifdef BROKEN_HANDOFF_ORDER
+        unpark(w, prev);
+#endif
+        atomic {  /* HandoffSlot::TryPut: compare_exchange(kFree, kWriting) */
+          if
+          :: slot[w] == FREE -> slot[w] = WRITING; put = 1
+          :: else -> put = 0
+          fi
+        };
+        if
+        :: put -> atomic { slot[w] = FULL; submitted++ }  /* the job, kFull */
+        :: else -> atomic { queued++; submitted++ }  /* the push */
+        fi;
+#ifndef BROKEN_HANDOFF_ORDER
+        unpark(w, prev);
+#endif
+        handed = 1;
+        break
+      :: else -> k++
+      fi
+    :: else -> break
+    od
+  fi
+}
+
 proctype Submitter() {
-  byte t, start, pass, k, w, got, prev;
+  byte t, start, pass, k, w, got, put, prev, handed;
   do
   :: t < T ->
-    atomic { queued++; submitted++ };  /* Enqueue: the push */
-    wake_one(start, pass, k, w, got, prev);
-    d_step { t++; start = 0; pass = 0; k = 0; w = 0; got = 0; prev = 0 }
+    hand_off(start, k, w, got, put, prev, handed);
+    if
+    :: handed -> skip
+    :: else ->
+      atomic { queued++; submitted++ };  /* Enqueue: the push */
+      wake_one(start, pass, k, w, got, prev)
+    fi;
+    d_step {
+      t++; start = 0; pass = 0; k = 0; w = 0; got = 0; put = 0; prev = 0;
+      handed = 0
+    }
   :: else -> break
   od
 }
@@ -161,9 +224,13 @@ proctype Kernel() {
 proctype Worker(byte me) {
   bool got, allow, timed_out;
 loop:
-  /* RunOne: take a task if there is one. */
+  /* RunOne: the task handed to this worker first, then the queues. */
   atomic {
     timed_out = 0;  /* dead between idle periods */
+    if
+    :: slot[me] == FULL -> slot[me] = FREE; ran++; goto loop
+    :: else -> skip
+    fi;
     if
     :: queued > 0 -> queued--; ran++; assert(ran <= submitted); goto loop
     :: else -> skip
@@ -385,12 +452,14 @@ retire:
   goto loop
 }
 
-/* When nothing can move any more, every submitted task has run and every
- * I/O completion has been reaped: no worker sleeps (or polls) forever with
+/* When nothing can move any more, every submitted task has run (none is
+ * left in a hand-off slot) and every I/O completion has been reaped: no worker sleeps (or polls) forever with
  * work queued or a completion waiting. */
 active proctype Quiescence() {
+  byte i;
   timeout -> assert(submitted == TOTAL && ran == TOTAL && queued == 0 &&
-                    reaped == completed)
+                    reaped == completed);
+  for (i : 0 .. N - 1) { assert(slot[i] == FREE) }
 }
 
 init {

@@ -1,12 +1,18 @@
 // IdleWorkers, the pool's half of the wake protocol, on its own: announce
 // and re-check, WakeOne taking exactly one announced worker (the last to
-// announce when none polls), Retire, and the polling cap and its gate. The
-// protocol under contention is tests/torture's.
+// announce when none polls), Retire, the polling cap and its gate, and a
+// hand-off to a worker that polls. The protocol under contention is
+// tests/torture's.
 
 #include "runtime/idle_workers.h"
 
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <thread>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "idle/parker.h"
 
@@ -126,6 +132,97 @@ TEST_F(IdleWorkersTest, TheGateHoldsASlotOnlyWhileAllowedToPoll) {
   EXPECT_TRUE(a.TakePolled());
   EXPECT_FALSE(a.TakePolled());
   EXPECT_TRUE(c.TakePolled());
+}
+
+// Worker `w` of `idle` on its own thread: announces itself and parks under
+// the poll governor through a gate, `periods` times, then takes and runs
+// what was handed to it (only then, so a later hand-off may find the slot
+// full).
+class PollingWorker {
+ public:
+  PollingWorker(IdleWorkers& idle, idle::WakeWord& word, int w, int periods)
+      : thread_([this, &idle, &word, w, periods] {
+          idle::IdleOptions o;
+          o.governor = "poll";
+          absl::StatusOr<idle::Parker> parker = idle::Parker::Create(word, o);
+          ASSERT_TRUE(parker.ok()) << parker.status();
+          PollSlotGate gate(idle);
+          for (int i = 0; i < periods; ++i) {
+            ASSERT_TRUE(idle.AnnounceThenRecheck(w, [] { return false; }));
+            parker->Park(arch::kNoDeadline, true, nullptr,
+                         idle::kUnlimitedPollNs, &gate);
+            idle.Retire(w);
+            parked_.fetch_add(1);
+          }
+          if (std::optional<Job> job = idle.TakeHandedOff(w)) job->task();
+        }) {}
+  ~PollingWorker() { thread_.join(); }
+
+  int parked() const { return parked_.load(); }
+
+ private:
+  std::atomic<int> parked_{0};
+  std::thread thread_;
+};
+
+void WaitUntil(const std::function<bool()>& done) {
+  while (!done()) std::this_thread::yield();
+}
+
+TEST_F(IdleWorkersTest, WithNobodyPollingHandOffLeavesTheJobToTheCaller) {
+  ASSERT_TRUE(idle_.AnnounceThenRecheck(0, [] { return false; }));
+  int ran = 0;
+  Job job{[&] { ++ran; }, nullptr};
+  bool pushed = false;
+  EXPECT_FALSE(idle_.HandOff(job, [&](Job&&) { pushed = true; }));
+  EXPECT_FALSE(pushed);
+  ASSERT_TRUE(job.task) << "the job is still the caller's";
+  job.task();
+  EXPECT_EQ(ran, 1);
+  EXPECT_EQ(Wakes(0), 0u);
+  EXPECT_EQ(idle_.num_idle(), 1);
+  EXPECT_FALSE(idle_.TakeHandedOff(0).has_value());
+}
+
+TEST_F(IdleWorkersTest, AWorkerThatPollsIsHandedTheTaskBeforeItsWake) {
+  std::atomic<int> ran{0};
+  {
+    PollingWorker worker(idle_, words_[1], 1, /*periods=*/1);
+    WaitUntil([&] { return words_[1].polling(); });
+    Job job{[&] { ran.fetch_add(1); }, nullptr};
+    bool pushed = false;
+    EXPECT_TRUE(idle_.HandOff(job, [&](Job&&) { pushed = true; }));
+    EXPECT_FALSE(pushed);
+    EXPECT_EQ(idle_.num_idle(), 0) << "the hand-off took the worker";
+  }
+  EXPECT_EQ(ran.load(), 1);
+  EXPECT_EQ(words_[1].wake_stats().polling, 1u);
+  EXPECT_FALSE(idle_.HasHandedOff(1));
+}
+
+TEST_F(IdleWorkersTest, ASlotStillFullSendsTheNextTaskToThePushBeforeTheWake) {
+  std::atomic<int> ran{0};
+  std::optional<Job> pushed;
+  {
+    PollingWorker worker(idle_, words_[2], 2, /*periods=*/2);
+    WaitUntil([&] { return words_[2].polling(); });
+    Job first{[&] { ran.fetch_add(1); }, nullptr};
+    ASSERT_TRUE(idle_.HandOff(first, [](Job&&) { FAIL(); }));
+    // Woken, the worker polls again without taking the first task.
+    WaitUntil([&] { return worker.parked() == 1 && words_[2].polling(); });
+    EXPECT_TRUE(idle_.HasHandedOff(2));
+    Job second{[&] { ran.fetch_add(10); }, nullptr};
+    ASSERT_TRUE(idle_.HandOff(second, [&](Job&& j) {
+      EXPECT_EQ(worker.parked(), 1) << "the push comes before the wake";
+      pushed.emplace(std::move(j));
+    }));
+  }
+  EXPECT_EQ(ran.load(), 1) << "the worker ran the first task";
+  ASSERT_TRUE(pushed.has_value());
+  pushed->task();
+  EXPECT_EQ(ran.load(), 11);
+  EXPECT_FALSE(idle_.HasHandedOff(2));
+  EXPECT_EQ(words_[2].wake_stats().polling, 2u);
 }
 
 }  // namespace

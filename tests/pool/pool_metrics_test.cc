@@ -43,6 +43,7 @@ PoolStats MakeStats() {
     w.idle.wakes = {b + 6, b + 7, b + 8};
     w.tasks_run = b + 9;
     w.tasks_stolen = b + 11;
+    w.tasks_handed_off = b + 20;
     w.exceptions = b + 12;
     w.io.callbacks = b + 13;
     w.io.polled = b + 14;
@@ -64,6 +65,9 @@ PoolStats MakeStats() {
   stats.backoff.samples = 57;
   stats.backoff.backed_off = 4;
   stats.backoff.recovered = 1;
+  stats.backoff.contended_steal = 5;
+  stats.backoff.contended_preempted = 6;
+  stats.backoff.contended_runnable = 7;
   return stats;
 }
 
@@ -110,6 +114,8 @@ TEST(PoolMetricsTest, EveryWorkerAndStateHasItsValues) {
               Str(w.idle.poll_timeouts));
     EXPECT_EQ(Value(e, "haltpool_tasks_run_total", l), Str(w.tasks_run));
     EXPECT_EQ(Value(e, "haltpool_tasks_stolen_total", l), Str(w.tasks_stolen));
+    EXPECT_EQ(Value(e, "haltpool_tasks_handed_off_total", l),
+              Str(w.tasks_handed_off));
     EXPECT_EQ(Value(e, "haltpool_exceptions_total", l), Str(w.exceptions));
     EXPECT_EQ(Value(e, "haltpool_io_callbacks_total", l), Str(w.io.callbacks));
     EXPECT_EQ(Value(e, "haltpool_io_cq_overflows_total", l),
@@ -153,6 +159,14 @@ TEST(PoolMetricsTest, GaugesAndUnits) {
   EXPECT_EQ(Value(e, "haltpool_backoff_level"), "3");
   EXPECT_EQ(Value(e, "haltpool_backoff_enabled"), "1");
   EXPECT_EQ(Value(e, "haltpool_backoff_poll_cap_seconds"), "0.000012500");
+  EXPECT_EQ(Value(e, "haltpool_backoff_contended_total", {{"cause", "steal"}}),
+            "5");
+  EXPECT_EQ(
+      Value(e, "haltpool_backoff_contended_total", {{"cause", "preempted"}}),
+      "6");
+  EXPECT_EQ(
+      Value(e, "haltpool_backoff_contended_total", {{"cause", "runnable"}}),
+      "7");
   EXPECT_EQ(Value(e, "haltpool_backoff_samples_total"), "57");
   EXPECT_EQ(Value(e, "haltpool_backoff_backed_off_total"), "4");
   EXPECT_EQ(Value(e, "haltpool_backoff_recovered_total"), "1");

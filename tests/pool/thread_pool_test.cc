@@ -276,6 +276,10 @@ TEST(ThreadPool, StatsCountElidedWakes) {
   EXPECT_EQ(w.tasks_run, 100u);
   EXPECT_EQ(w.idle.wakes.syscall, 0u);  // A polling worker needs no syscall.
   EXPECT_GT(w.idle.wakes.polling, 0u);
+  // A submit that finds the worker polling hands it the task, so it
+  // reaches it with no queue between.
+  EXPECT_GT(w.tasks_handed_off, 0u);
+  EXPECT_LE(w.tasks_handed_off, w.idle.wakes.polling);
 }
 
 }  // namespace
@@ -316,7 +320,8 @@ TEST(PoolStatsFormat, TextAndJsonCarryEveryWorker) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("Idle options: as started\n"), std::string::npos) << text;
-  EXPECT_NE(json.find(",\"exceptions\":0,\"idle_options_generation\":0,"),
+  EXPECT_NE(json.find(",\"tasks_handed_off\":0,\"exceptions\":0,"
+                      "\"idle_options_generation\":0,"),
             std::string::npos)
       << json;
   EXPECT_NE(json.find("},\"idle_options\":{\"changes\":0,"

@@ -192,12 +192,14 @@ TEST_P(PoolTorture, EveryTaskTimerAndCompletionExactlyOnce) {
 }
 
 // One task at a time: each submission finds every worker idle (polling,
-// going to sleep or asleep), so each must wake one; a lost wake leaves the
-// task queued while all workers sleep, and the wait for it times out.
+// going to sleep or asleep), so each must wake one or hand its task to one
+// that polls; a lost wake leaves the task queued (or in a worker's slot)
+// while all workers sleep, and the wait for it times out.
 TEST_P(PoolTorture, EveryLoneSubmissionWakesAWorker) {
   PoolOptions options;
   options.workers = 2;
   options.idle.governor = GetParam();
+  options.backoff = false;  // Polling governors keep polling: hand-offs.
   absl::StatusOr<std::unique_ptr<ThreadPool>> created =
       ThreadPool::Create(options, MapEnvironment());
   ASSERT_TRUE(created.ok()) << created.status();
@@ -216,6 +218,13 @@ TEST_P(PoolTorture, EveryLoneSubmissionWakesAWorker) {
           << " never ran: its wake was lost";
     }
   }
+  // Under `poll` a worker always polls while idle, so submissions hand
+  // tasks off: that path was tortured too.
+  uint64_t handed_off = 0;
+  for (const WorkerStats& w : pool.Stats().workers) {
+    handed_off += w.tasks_handed_off;
+  }
+  if (std::string(GetParam()) == "poll") EXPECT_GT(handed_off, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryGovernor, PoolTorture,
