@@ -46,7 +46,8 @@ struct BackoffStats {
 
 // "level 2 of 4 (poll cap now 12500 ns); 57 samples, backed off 3 times,
 // recovered 1 times; contended: steal 0, preempted 3, runnable 0; last: CPU
-// wait 0.4%, steal 0.0%, 0 preempted on 2 CPUs", or "off". A reading the last sample lacked is "-".
+// wait 0.4%, steal 0.0%, 0 preempted on 2 CPUs", or "off". A reading the last
+// sample lacked is "-".
 std::string FormatBackoff(const BackoffStats& stats);
 
 // What a worker keeps for the monitor between its calls.

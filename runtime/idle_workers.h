@@ -178,7 +178,7 @@ class IdleWorkers {
   // beside it is written by the waker that took the flag and read by the
   // worker as it retires, so a hand-off moves that one line.
   struct alignas(64) Slot {
-    std::atomic<bool> idle{false};  // Model: `idle[w]`.
+    std::atomic<bool> idle{false};         // Model: `idle[w]`.
     std::atomic<uint32_t> handoff{kFree};  // Model: `slot[w]`.
     // When the worker last announced itself, in announcements_'s order; a
     // hint for WakeOne, so relaxed: a stale one picks another idle worker.

@@ -46,14 +46,13 @@ std::string FormatPoolStatsText(const PoolStats& stats) {
   for (const WorkerStats& w : stats.workers) {
     absl::StrAppend(
         &out, idle::FormatCpupower(w.idle),
-        absl::StrFormat("Tasks: %u run, %u stolen, %u handed off, %u threw\n"
-                        "I/O: %s, %u completions%s%s%s%s\n",
-                        w.tasks_run, w.tasks_stolen, w.tasks_handed_off,
-                        w.exceptions,
-                        w.io_backend.empty() ? "unused" : w.io_backend,
-                        w.io.callbacks, w.io_note.empty() ? "" : " ; ",
-                        w.io_note,
-                        w.io_setup.empty() ? "" : " ; task work: ", w.io_setup),
+        absl::StrFormat(
+            "Tasks: %u run, %u stolen, %u handed off, %u threw\n"
+            "I/O: %s, %u completions%s%s%s%s\n",
+            w.tasks_run, w.tasks_stolen, w.tasks_handed_off, w.exceptions,
+            w.io_backend.empty() ? "unused" : w.io_backend, w.io.callbacks,
+            w.io_note.empty() ? "" : " ; ", w.io_note,
+            w.io_setup.empty() ? "" : " ; task work: ", w.io_setup),
         w.io_backend.empty() ? "" : FormatIoCounts(w.io),
         absl::StrFormat("Idle options: generation %u\n",
                         w.idle_options_generation),
@@ -85,8 +84,7 @@ std::string FormatPoolStatsJson(const PoolStats& stats) {
       ",\"recovered\":", stats.backoff.recovered,
       ",\"contended\":{\"steal\":", stats.backoff.contended_steal,
       ",\"preempted\":", stats.backoff.contended_preempted,
-      ",\"runnable\":", stats.backoff.contended_runnable,
-      "},\"poll_cap_ns\":",
+      ",\"runnable\":", stats.backoff.contended_runnable, "},\"poll_cap_ns\":",
       stats.backoff.poll_cap_ns == idle::kUnlimitedPollNs
           ? std::string("null")
           : absl::StrCat(stats.backoff.poll_cap_ns),

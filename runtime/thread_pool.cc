@@ -545,8 +545,7 @@ PoolStats ThreadPool::Stats() const {
     ws.idle = w->parker->Stats(absl::StrCat("worker ", w->index), "parker");
     ws.tasks_run = w->tasks_run.load(std::memory_order_relaxed);
     ws.tasks_stolen = w->tasks_stolen.load(std::memory_order_relaxed);
-    ws.tasks_handed_off =
-        w->tasks_handed_off.load(std::memory_order_relaxed);
+    ws.tasks_handed_off = w->tasks_handed_off.load(std::memory_order_relaxed);
     ws.exceptions = w->exceptions.load(std::memory_order_relaxed);
     ws.idle_options_generation =
         w->idle_generation.load(std::memory_order_relaxed);
