@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -39,12 +38,6 @@ std::optional<int64_t> Count(absl::string_view digits) noexcept {
 }
 
 }  // namespace
-
-int64_t ThreadInvoluntarySwitches() noexcept {
-  rusage usage{};
-  if (getrusage(RUSAGE_THREAD, &usage) != 0) return 0;
-  return usage.ru_nivcsw;
-}
 
 std::optional<int64_t> ParseCpuPressureSomeUs(absl::string_view text) noexcept {
   // some avg10=0.02 avg60=2.26 avg300=4.93 total=5308665093
@@ -123,6 +116,25 @@ std::optional<int64_t> ReadLoadavgRunning(ProcFile& file) noexcept {
   const ssize_t n = file.Read(buf, sizeof buf);
   if (n <= 0) return std::nullopt;
   return ParseLoadavgRunning(absl::string_view(buf, static_cast<size_t>(n)));
+}
+
+std::optional<int64_t> ParseSchedstatRunDelayNs(
+    absl::string_view text) noexcept {
+  // 2682310 383262 3: the second field.
+  const size_t first = text.find(' ');
+  if (first == absl::string_view::npos) return std::nullopt;
+  text.remove_prefix(first + 1);
+  const size_t second = text.find(' ');
+  if (second == absl::string_view::npos) return std::nullopt;
+  return Count(text.substr(0, second));
+}
+
+std::optional<int64_t> ReadRunDelayNs(ProcFile& file) noexcept {
+  char buf[128];
+  const ssize_t n = file.Read(buf, sizeof buf);
+  if (n <= 0) return std::nullopt;
+  return ParseSchedstatRunDelayNs(
+      absl::string_view(buf, static_cast<size_t>(n)));
 }
 
 }  // namespace haltpool::arch

@@ -2,7 +2,8 @@
 // source that gives it, none of them /proc/stat (a poll back-off sample
 // must not format every interrupt line; steal comes from arch/proc_stat.h,
 // read far less often):
-//  - the calling thread's involuntary context switches (getrusage);
+//  - how long the calling thread waited for a CPU while it could run
+//    (/proc/thread-self/schedstat, the kernel's run delay);
 //  - how long runnable threads waited for a CPU, machine-wide
 //    (/proc/pressure/cpu, the kernel's pressure stall information);
 //  - how many threads are runnable right now, machine-wide (/proc/loadavg),
@@ -26,12 +27,8 @@ namespace haltpool::arch {
 
 inline constexpr char kProcPressureCpu[] = "/proc/pressure/cpu";
 inline constexpr char kProcLoadavg[] = "/proc/loadavg";
-
-// Times the calling thread was switched out while it could still run
-// (getrusage(RUSAGE_THREAD).ru_nivcsw): another thread took its CPU, or the
-// kernel preempted it for one. One system call, 0.33 us on a 2-vCPU KVM
-// guest; 0 if it fails. Allocates nothing; any thread.
-int64_t ThreadInvoluntarySwitches() noexcept;
+// The opening thread's own: a ProcFile of it reads that thread's figures.
+inline constexpr char kProcThreadSchedstat[] = "/proc/thread-self/schedstat";
 
 // The "some ... total=N" value of /proc/pressure/cpu: microseconds, since
 // boot, in which at least one runnable thread waited for a CPU. Absent if
@@ -80,6 +77,18 @@ std::optional<int64_t> ReadLoadavgRunning() noexcept;
 
 // ParseLoadavgRunning of `file` (/proc/loadavg kept open).
 std::optional<int64_t> ReadLoadavgRunning(ProcFile& file) noexcept;
+
+// The run delay of a /proc/<pid>/task/<tid>/schedstat text ("2682310 383262
+// 3": time on a CPU, time runnable but waiting for one, timeslices; ns):
+// 383262, how long the thread waited for a CPU since it started, wakes
+// included. Absent if the text is not in that form. Allocates nothing.
+std::optional<int64_t> ParseSchedstatRunDelayNs(
+    absl::string_view text) noexcept;
+
+// ParseSchedstatRunDelayNs of `file`, kProcThreadSchedstat kept open by the
+// thread it describes. Absent where the kernel has no schedstat
+// (CONFIG_SCHED_INFO off) or /proc is missing.
+std::optional<int64_t> ReadRunDelayNs(ProcFile& file) noexcept;
 
 }  // namespace haltpool::arch
 

@@ -6,9 +6,8 @@
 //
 // ./bazelw run -c opt //bench:micro_contention
 
-#include <sys/resource.h>
-
 #include <cstdint>
+#include <optional>
 
 #include "arch/contention_signals.h"
 #include "arch/proc_stat.h"
@@ -80,11 +79,18 @@ void BM_LoadavgKeptOpen(benchmark::State& state) {
   state.SetLabel("/proc/loadavg kept open, one pread (the pool's)");
 }
 
-void BM_InvoluntarySwitches(benchmark::State& state) {
+void BM_RunDelayKeptOpen(benchmark::State& state) {
+  arch::ProcFile file(arch::kProcThreadSchedstat);
   for (auto _ : state) {
-    benchmark::DoNotOptimize(arch::ThreadInvoluntarySwitches());
+    const std::optional<int64_t> ns = arch::ReadRunDelayNs(file);
+    if (!ns) {
+      state.SkipWithError("/proc/thread-self/schedstat cannot be read");
+      return;
+    }
+    benchmark::DoNotOptimize(*ns);
   }
-  state.SetLabel("getrusage(RUSAGE_THREAD), involuntary switches");
+  state.SetLabel(
+      "/proc/thread-self/schedstat kept open, one pread (the pool's)");
 }
 
 void RegisterAll() {
@@ -94,8 +100,7 @@ void RegisterAll() {
                                BM_CpuPressureKeptOpen);
   benchmark::RegisterBenchmark("BM_Loadavg", BM_Loadavg);
   benchmark::RegisterBenchmark("BM_LoadavgKeptOpen", BM_LoadavgKeptOpen);
-  benchmark::RegisterBenchmark("BM_InvoluntarySwitches",
-                               BM_InvoluntarySwitches);
+  benchmark::RegisterBenchmark("BM_RunDelayKeptOpen", BM_RunDelayKeptOpen);
 }
 
 }  // namespace

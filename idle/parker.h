@@ -77,6 +77,14 @@ class alignas(64) WakeWord {
     return state_.load(std::memory_order_relaxed) == kPolling;
   }
 
+  // True while the waiter blocks (FUTEX_WAIT or an ExternalWait) with no
+  // wake pending: its thread is not runnable. Any thread; a hint, as
+  // polling().
+  bool asleep() const noexcept {
+    const uint32_t s = state_.load(std::memory_order_relaxed);
+    return s == kSleeping || s == kSleepingElsewhere;
+  }
+
   // The wakes counted so far; any thread.
   WakeStats wake_stats() const noexcept;
 

@@ -7,15 +7,18 @@ namespace haltpool::idle {
 std::optional<int64_t> PollBackoff::RunnableOthers(
     const ContentionSample& s) noexcept {
   if (!s.runnable) return std::nullopt;
-  const int64_t others = *s.runnable - 1 - s.pollers - s.busy_workers;
+  const int64_t others = *s.runnable - s.own_awake - s.submitters;
   return others < 0 ? 0 : others;
 }
 
-PollBackoff::Cause PollBackoff::CauseOf(const ContentionSample& s) noexcept {
+PollBackoff::Cause PollBackoff::CauseOf(const ContentionSample& s,
+                                        bool waited_before) noexcept {
   if (s.steal_fraction && *s.steal_fraction > kStealThreshold) {
     return Cause::kSteal;
   }
-  if (s.preempted >= kPreemptedThreshold) return Cause::kPreempted;
+  if (waited_before && s.preempted_ns >= kPreemptedDelayNs) {
+    return Cause::kPreempted;
+  }
   // Others fill every CPU, and threads really waited (where the kernel
   // says so).
   const std::optional<int64_t> others = RunnableOthers(s);
@@ -29,7 +32,8 @@ PollBackoff::Cause PollBackoff::CauseOf(const ContentionSample& s) noexcept {
 void PollBackoff::Update(const ContentionSample& sample) noexcept {
   ++samples_;
   last_ = sample;
-  const Cause cause = CauseOf(sample);
+  const Cause cause = CauseOf(sample, waited_);
+  waited_ = sample.preempted_ns >= kPreemptedDelayNs;
   if (cause != Cause::kNone) {
     ++contended_[static_cast<int>(cause)];
     if (level_ < kMaxLevel) {

@@ -18,23 +18,36 @@
 //  - Runnable threads that are not this pool's fill every usable CPU, and
 //    threads really waited for a CPU in more than kWaitThreshold of the
 //    interval. The count (/proc/loadavg's runnable threads, minus the
-//    threads this pool knows are its own: the sampler, the pollers, the
-//    busy workers) says the others could fill every CPU alone, so a poller
-//    necessarily holds a CPU one of them wants. The pool's own threads are
-//    left out: counting them is what made a submitter plus a worker on 2
-//    CPUs look contended. A count is a snapshot (a kworker that runs for
+//    threads this pool knows are its own: its workers not asleep, the
+//    sampler among them, and the outside threads that submitted to it
+//    since the last sample) says the others could fill every CPU alone, so
+//    a poller necessarily holds a CPU one of them wants. The pool's own
+//    threads are left out: counting them is what made a submitter plus a
+//    worker on 2 CPUs look contended, and a worker just woken (not yet
+//    running, so not yet busy) beside a spinning submitter made an idle
+//    2-vCPU machine back off at random. A submitter that went to sleep
+//    after it submitted is left out too, although it is not runnable;
+//    others that fill the CPUs for long still show as a poller kept from
+//    its CPU (the next rule). A count is a snapshot (a kworker that runs for
 //    50 us, a thread about to block), so the kernel's CPU pressure
 //    ("some": time in which a runnable thread waited) confirms it where the
 //    kernel has it (4.20 and later, unless booted with psi=0). The wait
 //    alone does not decide: it counts this pool's own threads waiting for
 //    each other (a submitter, a busy worker and a poller on 2 CPUs wait
 //    30-97 % of the time on an otherwise idle 2-vCPU guest).
-//  - A poller was switched out involuntarily while it polled (the sampler
-//    counts its switches around the poll that follows a sample): the
-//    scheduler took the CPU from the poller for someone who wanted it. One
-//    suffices: a poll lasts at most the poll cap (200 us by default), and
-//    the kernel's housekeeping (a few switches per second) rarely lands in
-//    one.
+//  - A poller waited for its CPU for kPreemptedDelayNs or more while it
+//    polled, in this sample and in the one before (the sampler reads its
+//    own run delay, the kernel's schedstat, around the idle period that
+//    follows a sample): someone else held the poller's CPU for that long,
+//    again and again, so polling competes with work that wants the CPU.
+//    Being switched out alone says little: a kernel thread or a short task
+//    woken on the poller's CPU preempts it for microseconds and gives the
+//    CPU back (on an otherwise idle 2-vCPU guest that is a few times a
+//    second, and counting those switches made an idle machine's pool back
+//    off at random). One long wait says little more: a kernel thread such
+//    as kdamond held a poller's CPU for 1.1 ms on such a guest (ftrace's
+//    sched_switch), once. A thread that keeps wanting the CPU takes it
+//    for a scheduler slice every time it can.
 //
 // Each contended sample halves the poll cap once more (level 1: cap/2, 2:
 // cap/4, 3: cap/8) and the fourth stops polling (kMaxLevel). Recovery is
@@ -61,10 +74,16 @@ struct ContentionSample {
   std::optional<double> cpu_wait_fraction;
   // Runnable threads on the machine, the sampler included (/proc/loadavg).
   std::optional<int64_t> runnable;
-  int64_t pollers = 0;       // The pool's workers polling now.
-  int64_t busy_workers = 0;  // The pool's workers running, sampler excluded.
-  int64_t usable_cpus = 1;   // CPUs the process may use.
-  int64_t preempted = 0;     // Involuntary switches while polling.
+  // The pool's workers not asleep (running, polling, woken), the sampler
+  // included.
+  int64_t own_awake = 1;
+  // Outside threads that submitted to the pool since the last sample.
+  int64_t submitters = 0;
+  int64_t usable_cpus = 1;  // CPUs the process may use.
+  // How long the pool's measured poller waited for its CPU (its run
+  // delay) in the idle period measured since the last sample; 0 where the
+  // kernel does not say.
+  int64_t preempted_ns = 0;
 };
 
 class PollBackoff {
@@ -74,26 +93,32 @@ class PollBackoff {
   // share as steal; with hogs filling every CPU it reads 60-100 %
   // (the oversubscription benchmark).
   static constexpr double kWaitThreshold = 0.10;
-  static constexpr int64_t kPreemptedThreshold = 1;
+  // 500 us: a third of a scheduler slice on 2 CPUs (EEVDF's base slice,
+  // 0.75 ms x (1 + log2 CPUs) = 1.5 ms), which a thread that takes the
+  // poller's CPU and keeps running holds it for; a wakeup preemption by a
+  // kernel thread or a short task lasts microseconds to tens of them.
+  static constexpr int64_t kPreemptedDelayNs = 500000;
   static constexpr int kMaxLevel = 4;
   // 100 ms: ten samples at the pool's 10 ms interval, longer than a CFS
   // scheduling period (24 ms with 8 runnable threads), so one quiet sample
   // between busy ones does not restore polling.
   static constexpr int64_t kHoldNs = 100000000;
 
-  // Runnable threads that are not this pool's: `runnable` minus the
-  // sampler, the pollers and the busy workers, at least 0; absent with
-  // `runnable`.
+  // Runnable threads that are not this pool's: `runnable` minus
+  // `own_awake` and `submitters`, at least 0; absent with `runnable`.
   static std::optional<int64_t> RunnableOthers(
       const ContentionSample& sample) noexcept;
 
   // Which rule above, if any, says `sample` shows contention; the first
-  // that does, in the order steal, preempted, runnable.
+  // that does, in the order steal, preempted, runnable. `waited_before`:
+  // the sample before it showed a poller waiting kPreemptedDelayNs.
   enum class Cause { kNone, kSteal, kPreempted, kRunnable };
-  static Cause CauseOf(const ContentionSample& sample) noexcept;
+  static Cause CauseOf(const ContentionSample& sample,
+                       bool waited_before) noexcept;
   // Whether `sample` shows contention, by the rules above.
-  static bool Contended(const ContentionSample& sample) noexcept {
-    return CauseOf(sample) != Cause::kNone;
+  static bool Contended(const ContentionSample& sample,
+                        bool waited_before) noexcept {
+    return CauseOf(sample, waited_before) != Cause::kNone;
   }
 
   // Takes a sample: backs off one level if contended, else recovers one
@@ -124,6 +149,7 @@ class PollBackoff {
 
  private:
   int level_ = 0;
+  bool waited_ = false;         // The last sample's poller waited for its CPU.
   int64_t quiet_since_ns_ = 0;  // Last contended sample or recovery step.
   uint64_t samples_ = 0;
   uint64_t backed_off_ = 0;

@@ -13,6 +13,10 @@ namespace haltpool {
 
 namespace {
 
+// The monitor and interval a thread was last counted as a submitter in.
+thread_local const ContentionMonitor* tls_counted_by = nullptr;
+thread_local uint64_t tls_counted_in = 0;
+
 std::string Percent(const std::optional<double>& fraction) {
   return fraction ? absl::StrFormat("%.1f%%", 100 * *fraction) : "-";
 }
@@ -30,14 +34,14 @@ std::string FormatBackoff(const BackoffStats& s) {
   return absl::StrFormat(
       "level %d of %d (poll cap now %s); %u samples, backed off %u times, "
       "recovered %u times; contended: steal %u, preempted %u, runnable %u; "
-      "last: CPU wait %s, steal %s, %s other runnable, %d preempted on %d "
-      "CPUs",
+      "last: CPU wait %s, steal %s, %s other runnable, %d us preempted on "
+      "%d CPUs",
       s.level, idle::PollBackoff::kMaxLevel, cap, s.samples, s.backed_off,
       s.recovered, s.contended_steal, s.contended_preempted,
       s.contended_runnable, Percent(s.last.cpu_wait_fraction),
       Percent(s.last.steal_fraction),
-      others ? absl::StrCat(*others) : std::string("-"), s.last.preempted,
-      s.last.usable_cpus);
+      others ? absl::StrCat(*others) : std::string("-"),
+      s.last.preempted_ns / 1000, s.last.usable_cpus);
 }
 
 ContentionMonitor::ContentionMonitor(
@@ -78,8 +82,16 @@ idle::ContentionSample ContentionMonitor::Read(int64_t now_ns) noexcept {
   return s;
 }
 
-void ContentionMonitor::MaybeSample(int64_t now_ns, int pollers,
-                                    int busy_workers,
+void ContentionMonitor::NoteSubmitter() noexcept {
+  if (!enabled_) return;
+  const uint64_t interval = interval_.load(std::memory_order_relaxed);
+  if (tls_counted_by == this && tls_counted_in == interval) return;
+  tls_counted_by = this;
+  tls_counted_in = interval;
+  submitters_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ContentionMonitor::MaybeSample(int64_t now_ns, int own_awake,
                                     ContentionMark& mark) noexcept {
   if (!enabled_) return;
   int64_t due = next_sample_ns_.load(std::memory_order_relaxed);
@@ -92,22 +104,42 @@ void ContentionMonitor::MaybeSample(int64_t now_ns, int pollers,
   if (!lock.owns_lock()) return;
   idle::ContentionSample sample = Read(now_ns);
   sample.now_ns = now_ns;
-  sample.pollers = pollers;
-  sample.busy_workers = busy_workers;
+  sample.own_awake = own_awake;
+  // A submitter counted just before the exchange lands in the next
+  // interval's count as well: counted twice at most, and only then.
+  sample.submitters = submitters_.exchange(0, std::memory_order_relaxed);
+  interval_.fetch_add(1, std::memory_order_relaxed);
   // The probe stands in for every machine reading, this one included.
-  const int64_t preempted = preempted_.exchange(0, std::memory_order_relaxed);
-  if (!probe_) sample.preempted = preempted;
+  const int64_t preempted_ns =
+      preempted_ns_.exchange(0, std::memory_order_relaxed);
+  if (!probe_) sample.preempted_ns = preempted_ns;
   backoff_.Update(sample);
   level_.store(backoff_.level(), std::memory_order_relaxed);
-  mark.nivcsw = arch::ThreadInvoluntarySwitches();
-  mark.measuring = true;
+  if (probe_) {
+    mark.measuring = true;
+    return;
+  }
+  if (!mark.schedstat) return;
+  const std::optional<int64_t> run_delay_ns =
+      arch::ReadRunDelayNs(*mark.schedstat);
+  mark.measuring = run_delay_ns.has_value();
+  if (run_delay_ns) mark.run_delay_ns = *run_delay_ns;
+}
+
+void ContentionMonitor::AttachWorker(ContentionMark& mark) {
+  // Opened by the worker itself: thread-self is the opening thread.
+  if (enabled_ && !probe_) mark.schedstat.emplace(arch::kProcThreadSchedstat);
 }
 
 void ContentionMonitor::AfterIdle(ContentionMark& mark, bool polled) noexcept {
   mark.measuring = false;
-  if (!polled) return;
-  const int64_t switches = arch::ThreadInvoluntarySwitches() - mark.nivcsw;
-  if (switches > 0) preempted_.fetch_add(switches, std::memory_order_relaxed);
+  if (!polled || !mark.schedstat) return;
+  const std::optional<int64_t> run_delay_ns =
+      arch::ReadRunDelayNs(*mark.schedstat);
+  if (run_delay_ns && *run_delay_ns > mark.run_delay_ns) {
+    preempted_ns_.fetch_add(*run_delay_ns - mark.run_delay_ns,
+                            std::memory_order_relaxed);
+  }
 }
 
 int64_t ContentionMonitor::PollCapNs() const noexcept {

@@ -1,7 +1,7 @@
 // The pool's view of CPU contention: every kSampleIntervalNs one worker
 // about to idle samples the runnable count and CPU pressure, now and then
-// steal time, and its own involuntary switches around the poll that
-// follows; it feeds the samples to idle::PollBackoff and gives every
+// steal time, and how long it waits for its CPU (its run delay) around the
+// poll that follows; it feeds the samples to idle::PollBackoff and gives every
 // worker's park the resulting poll cap.
 //
 // The sample is taken before the worker announces itself idle, never
@@ -46,14 +46,17 @@ struct BackoffStats {
 
 // "level 2 of 4 (poll cap now 12500 ns); 57 samples, backed off 3 times,
 // recovered 1 times; contended: steal 0, preempted 3, runnable 0; last: CPU
-// wait 0.4%, steal 0.0%, 0 preempted on 2 CPUs", or "off". A reading the last
+// wait 0.4%, steal 0.0%, 1 other runnable, 0 us preempted on 2 CPUs", or
+// "off". A reading the last
 // sample lacked is "-".
 std::string FormatBackoff(const BackoffStats& stats);
 
 // What a worker keeps for the monitor between its calls.
 struct ContentionMark {
-  int64_t nivcsw = 0;      // Involuntary switches when it took a sample.
-  bool measuring = false;  // It took one; its next poll is measured.
+  // The worker's own schedstat, opened by the worker (AttachWorker).
+  std::optional<arch::ProcFile> schedstat;
+  int64_t run_delay_ns = 0;  // Its run delay when it took a sample.
+  bool measuring = false;    // It took one; its next poll is measured.
 };
 
 class ContentionMonitor {
@@ -69,7 +72,7 @@ class ContentionMonitor {
 
   // Machine readings, or what `probe` returns instead (for tests and for
   // programs that know better; it stands in for every machine reading,
-  // and its now_ns, pollers and busy_workers are filled in). Backing off
+  // and its now_ns, own_awake and submitters are filled in). Backing off
   // shrinks `governor_cap_ns`, the governor's own poll cap. Disabled: never
   // samples and never limits polling.
   ContentionMonitor(bool enabled, int64_t usable_cpus, int64_t governor_cap_ns,
@@ -78,20 +81,34 @@ class ContentionMonitor {
   ContentionMonitor(const ContentionMonitor&) = delete;
   ContentionMonitor& operator=(const ContentionMonitor&) = delete;
 
+  // Called by each worker on its own thread before it runs tasks: opens its
+  // /proc/thread-self/schedstat into `mark` if the monitor reads the
+  // machine (enabled, no probe), so its descriptor exists from the pool's
+  // start. Setup, not a hot path.
+  void AttachWorker(ContentionMark& mark);
+
   // Called by a worker about to idle, before it announces itself. If a
-  // sample is due and no other worker is taking it, takes it: `pollers` is
-  // how many workers poll now, `busy_workers` how many others run; `mark`
+  // sample is due and no other worker is taking it, takes it: `own_awake`
+  // is how many of the pool's workers are not asleep, the caller included
+  // (IdleWorkers::num_awake); `mark`
   // starts measuring this worker's next poll (AfterIdle). Otherwise returns
-  // at once: one atomic load. The sample reads /proc/loadavg and
-  // /proc/pressure/cpu through descriptors kept open (one pread each, a few
-  // us), /proc/stat every kStealEvery-th time (10 us) and calls getrusage
-  // (1 us). Allocates nothing. Any worker thread.
-  void MaybeSample(int64_t now_ns, int pollers, int busy_workers,
+  // at once: one atomic load. The sample reads /proc/loadavg,
+  // /proc/pressure/cpu and the worker's schedstat through descriptors kept
+  // open (one pread each, a few us), and /proc/stat every kStealEvery-th
+  // time (10 us). Allocates nothing. Any worker thread, always with its own
+  // `mark`.
+  void MaybeSample(int64_t now_ns, int own_awake,
                    ContentionMark& mark) noexcept;
 
+  // Called on each submission from a thread outside the pool: counts the
+  // thread once per sample interval as one of the pool's submitters, whose
+  // running is no contention. One relaxed load and a thread-local compare;
+  // an atomic add the first time in an interval. Any thread.
+  void NoteSubmitter() noexcept;
+
   // Called by a worker after its park, if mark.measuring: with `polled`,
-  // counts its involuntary switches since MaybeSample as preempted while
-  // polling, for the next sample. One getrusage, once per sample interval.
+  // counts its run delay since MaybeSample as time preempted while
+  // polling, for the next sample. One pread, once per sample interval.
   void AfterIdle(ContentionMark& mark, bool polled) noexcept;
 
   // The cap for each poll now (kUnlimitedPollNs: none; 0: do not poll).
@@ -115,7 +132,11 @@ class ContentionMonitor {
   const std::function<idle::ContentionSample()> probe_;
   std::atomic<int64_t> next_sample_ns_{0};
   std::atomic<int> level_{0};
-  std::atomic<int64_t> preempted_{0};  // Since the last sample.
+  std::atomic<int64_t> preempted_ns_{0};  // Since the last sample.
+  // Sample intervals so far, and the outside threads that submitted in
+  // this one (each counted once: it keeps the interval it was counted in).
+  std::atomic<uint64_t> interval_{1};
+  std::atomic<int64_t> submitters_{0};
   mutable std::mutex mu_;  // Guards what follows; the sampler holds it.
   idle::PollBackoff backoff_;
   arch::ProcFile pressure_{arch::kProcPressureCpu};

@@ -115,4 +115,10 @@ std::optional<Job> IdleWorkers::TakeHandedOff(int w) noexcept {
   return taken;
 }
 
+int IdleWorkers::num_awake() const noexcept {
+  int awake = 0;
+  for (const idle::WakeWord* word : words_) awake += word->asleep() ? 0 : 1;
+  return awake;
+}
+
 }  // namespace haltpool

@@ -165,6 +165,11 @@ class IdleWorkers {
     return num_idle_.load(std::memory_order_seq_cst);
   }
 
+  // Workers whose threads are not asleep on their word: running, polling,
+  // about to park, or woken and not yet running. A relaxed snapshot, one
+  // load per worker; any thread.
+  int num_awake() const noexcept;
+
   int max_pollers() const noexcept { return max_pollers_; }
 
  private:

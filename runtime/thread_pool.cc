@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include <algorithm>
+#include <latch>
 #include <optional>
 #include <string>
 #include <utility>
@@ -132,10 +133,19 @@ absl::Status ThreadPool::Start() {
       options_.max_pollers ? options_.max_pollers : std::max(1, n / 2));
   for (auto& w : workers_) w->poll_gate.emplace(*idle_workers_);
   accepting_.store(true, std::memory_order_seq_cst);
+  // Each worker sets itself up on its own thread (timer slack, placement,
+  // the files it keeps open); the pool is ready when all have, so its
+  // descriptors and placement do not change under its first tasks.
+  std::latch set_up(n);
   for (auto& w : workers_) {
     Worker* raw = w.get();
-    w->thread = std::thread([this, raw] { WorkerMain(*raw); });
+    w->thread = std::thread([this, raw, &set_up] {
+      SetUpWorker(*raw);
+      set_up.count_down();
+      WorkerMain(*raw);
+    });
   }
+  set_up.wait();
   return absl::OkStatus();
 }
 
@@ -160,6 +170,7 @@ absl::Status ThreadPool::Enqueue(Job job) {
   }
   if (job.group != nullptr) job.group->Add();
   Worker* const w = CurrentWorker();
+  if (w == nullptr) contention_->NoteSubmitter();
   auto push = [&](Job&& j) {
     if (w != nullptr) {
       PushLocal(*w, std::move(j));
@@ -407,10 +418,8 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
   }
   // The contention sample, if due: before the announcement, so that no
   // wake ever waits for it (runtime/contention_monitor.h).
-  contention_->MaybeSample(
-      arch::MonotonicNowNs(), idle_workers_->num_pollers(),
-      static_cast<int>(workers_.size()) - idle_workers_->num_idle() - 1,
-      w.contention);
+  contention_->MaybeSample(arch::MonotonicNowNs(), idle_workers_->num_awake(),
+                           w.contention);
   // The handshake with Enqueue: announce, then look at the queues again.
   if (!idle_workers_->AnnounceThenRecheck(w.index, [&] {
         return HasWork() ||
@@ -450,9 +459,10 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
   }
 }
 
-void ThreadPool::WorkerMain(Worker& w) {
+void ThreadPool::SetUpWorker(Worker& w) {
   tls_pool = this;
   tls_worker = w.index;
+  contention_->AttachWorker(w.contention);
   // Timed blocks (a timer's deadline, the predictive governor's wake
   // margin) end on time instead of up to 50 us late.
   if (absl::Status s = arch::SetThreadTimerSlackNs(kWorkerTimerSlackNs);
@@ -464,6 +474,9 @@ void ThreadPool::WorkerMain(Worker& w) {
     absl::FPrintF(stderr, "haltpool: worker %d not pinned: %s\n", w.index,
                   s.message());
   }
+}
+
+void ThreadPool::WorkerMain(Worker& w) {
   for (;;) {
     if (RunOne(w)) continue;
     if (stopping_.load(std::memory_order_seq_cst) && !HasWork() &&

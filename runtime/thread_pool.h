@@ -205,6 +205,9 @@ class ThreadPool {
   // SpawnInline: runs the detached frame `h` until it first suspends.
   absl::Status StartHere(Task<void>::Handle h);
   absl::Status Start();
+  // On worker `w`'s own thread, before Start returns: its thread-locals,
+  // timer slack, placement and the files it keeps open.
+  void SetUpWorker(Worker& w);
   void WorkerMain(Worker& w);
   // Runs one queued task if there is one: due timers first, then the own
   // queue, the shared queue, and other workers' queues.

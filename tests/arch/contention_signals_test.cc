@@ -12,11 +12,31 @@
 namespace haltpool::arch {
 namespace {
 
-TEST(ContentionSignals, InvoluntarySwitchesNeverGoBack) {
-  const int64_t a = ThreadInvoluntarySwitches();
-  const int64_t b = ThreadInvoluntarySwitches();
-  EXPECT_GE(a, 0);
-  EXPECT_GE(b, a);
+TEST(ContentionSignals, ParsesSchedstatRunDelay) {
+  EXPECT_EQ(ParseSchedstatRunDelayNs("2682310 383262 3\n"), 383262);
+  EXPECT_EQ(ParseSchedstatRunDelayNs("0 0 0"), 0);
+}
+
+TEST(ContentionSignals, MalformedSchedstatIsAbsent) {
+  EXPECT_EQ(ParseSchedstatRunDelayNs(""), std::nullopt);
+  EXPECT_EQ(ParseSchedstatRunDelayNs("2682310"), std::nullopt);
+  EXPECT_EQ(ParseSchedstatRunDelayNs("2682310 383262"), std::nullopt);
+  EXPECT_EQ(ParseSchedstatRunDelayNs("2682310 -5 3"), std::nullopt);
+  EXPECT_EQ(ParseSchedstatRunDelayNs("2682310 x 3"), std::nullopt);
+}
+
+TEST(ContentionSignals, RunDelayNeverGoesBack) {
+  ProcFile file(kProcThreadSchedstat);
+  if (!file.available()) {
+    GTEST_SKIP() << kProcThreadSchedstat
+                 << " cannot be opened (no CONFIG_SCHED_INFO, or no /proc)";
+  }
+  const std::optional<int64_t> a = ReadRunDelayNs(file);
+  ASSERT_TRUE(a.has_value());
+  const std::optional<int64_t> b = ReadRunDelayNs(file);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_GE(*a, 0);
+  EXPECT_GE(*b, *a);
 }
 
 TEST(ContentionSignals, ParsesCpuPressure) {

@@ -35,15 +35,14 @@ ContentionSample OutsideSubmitterOnTwoCpus(int64_t now, int i) {
   s.now_ns = now;
   s.usable_cpus = 2;
   s.runnable = 2;  // The submitter and the sampler.
+  s.submitters = 1;
   if (i % 10 == 0) s.steal_fraction = 0.0;
-  // Every other sample another worker is running the task just submitted
-  // (runnable 3), or polling for the next one (runnable 3, one poller).
-  if (i % 3 == 1) {
+  // Every other sample another worker is running the task just submitted,
+  // polling for the next one, or woken and not yet running (runnable 3,
+  // two of the pool's workers awake).
+  if (i % 3 != 0) {
     s.runnable = 3;
-    s.busy_workers = 1;
-  } else if (i % 3 == 2) {
-    s.runnable = 3;
-    s.pollers = 1;
+    s.own_awake = 2;
   }
   return s;
 }
@@ -52,7 +51,7 @@ TEST(PollBackoff, AnOutsideSubmitterAndTheSamplerOnTwoCpusAreNoContention) {
   PollBackoff b;
   for (int i = 0; i < 100; ++i) {
     const ContentionSample s = OutsideSubmitterOnTwoCpus(i * kInterval, i);
-    EXPECT_FALSE(PollBackoff::Contended(s)) << i;
+    EXPECT_FALSE(PollBackoff::Contended(s, false)) << i;
     b.Update(s);
     EXPECT_EQ(b.level(), 0) << i;
   }
@@ -72,21 +71,25 @@ TEST(PollBackoff, OthersThatFillEveryCpuAreContention) {
   // The sampler, a busy worker and two threads of someone else on 2 CPUs.
   ContentionSample s = Quiet(0);
   s.runnable = 4;
-  s.busy_workers = 1;
+  s.own_awake = 2;
   EXPECT_EQ(PollBackoff::RunnableOthers(s), 2);
-  EXPECT_TRUE(PollBackoff::Contended(s));
+  EXPECT_TRUE(PollBackoff::Contended(s, false));
   // One of them: it has a CPU, the poller the other.
   s.runnable = 3;
   EXPECT_EQ(PollBackoff::RunnableOthers(s), 1);
-  EXPECT_FALSE(PollBackoff::Contended(s));
-  // Pollers are not others.
-  s.runnable = 5;
-  s.pollers = 2;
+  EXPECT_FALSE(PollBackoff::Contended(s, false));
+  // The pool's awake workers are not others, nor are its submitters.
+  s.runnable = 6;
+  s.own_awake = 3;
+  s.submitters = 2;
   EXPECT_EQ(PollBackoff::RunnableOthers(s), 1);
-  EXPECT_FALSE(PollBackoff::Contended(s));
+  EXPECT_FALSE(PollBackoff::Contended(s, false));
+  // More submitters than runnable threads left: none of someone else's.
+  s.submitters = 5;
+  EXPECT_EQ(PollBackoff::RunnableOthers(s), 0);
   s.runnable.reset();
   EXPECT_EQ(PollBackoff::RunnableOthers(s), std::nullopt);
-  EXPECT_FALSE(PollBackoff::Contended(s));
+  EXPECT_FALSE(PollBackoff::Contended(s, false));
 }
 
 TEST(PollBackoff, CpuWaitConfirmsTheCountWhereTheKernelGivesIt) {
@@ -95,21 +98,21 @@ TEST(PollBackoff, CpuWaitConfirmsTheCountWhereTheKernelGivesIt) {
   ContentionSample s = Quiet(0);
   s.runnable = 9;
   s.cpu_wait_fraction = 0.02;
-  EXPECT_FALSE(PollBackoff::Contended(s));
+  EXPECT_FALSE(PollBackoff::Contended(s, false));
   // Others fill both CPUs and threads were kept from a CPU a fifth of the
   // time.
   s.cpu_wait_fraction = 0.2;
-  EXPECT_TRUE(PollBackoff::Contended(s));
+  EXPECT_TRUE(PollBackoff::Contended(s, false));
   // Threads waited, but no one else's fills the CPUs: this pool's own.
   s.runnable = 2;
   s.cpu_wait_fraction = 0.9;
-  EXPECT_FALSE(PollBackoff::Contended(s));
+  EXPECT_FALSE(PollBackoff::Contended(s, false));
 }
 
 TEST(PollBackoff, AbsentReadingsAreNoSignal) {
   ContentionSample s;
   s.usable_cpus = 1;
-  EXPECT_FALSE(PollBackoff::Contended(s));
+  EXPECT_FALSE(PollBackoff::Contended(s, false));
 }
 
 TEST(PollBackoff, QuietSamplesChangeNothing) {
@@ -127,17 +130,27 @@ TEST(PollBackoff, EachSignalAloneIsContention) {
   ContentionSample runnable = Quiet(0);
   runnable.runnable = 3;  // The sampler and two others on 2 CPUs.
   ContentionSample preempted = Quiet(0);
-  preempted.preempted = PollBackoff::kPreemptedThreshold;
+  preempted.preempted_ns = PollBackoff::kPreemptedDelayNs;
   using Cause = PollBackoff::Cause;
   const std::pair<ContentionSample, Cause> cases[] = {
       {steal, Cause::kSteal},
       {runnable, Cause::kRunnable},
       {preempted, Cause::kPreempted}};
   for (const auto& [s, cause] : cases) {
-    EXPECT_TRUE(PollBackoff::Contended(s));
-    EXPECT_EQ(PollBackoff::CauseOf(s), cause);
+    // A poller's wait counts when the sample before showed one too.
+    const bool waited_before = cause == Cause::kPreempted;
+    EXPECT_TRUE(PollBackoff::Contended(s, waited_before));
+    EXPECT_EQ(PollBackoff::CauseOf(s, waited_before), cause);
     PollBackoff b;
-    b.Update(s);
+    if (waited_before) {
+      b.Update(s);
+      EXPECT_EQ(b.level(), 0);
+      ContentionSample again = s;
+      again.now_ns += kInterval;
+      b.Update(again);
+    } else {
+      b.Update(s);
+    }
     EXPECT_EQ(b.level(), 1);
     EXPECT_EQ(b.PollCapNs(200000), 100000);
     // Counted under its own rule, and under no other.
@@ -145,18 +158,40 @@ TEST(PollBackoff, EachSignalAloneIsContention) {
       EXPECT_EQ(b.contended(c), c == cause ? 1u : 0u);
     }
   }
-  EXPECT_EQ(PollBackoff::CauseOf(Quiet(0)), Cause::kNone);
+  EXPECT_EQ(PollBackoff::CauseOf(Quiet(0), true), Cause::kNone);
 }
 
 TEST(PollBackoff, TheThresholdsAreStrict) {
   ContentionSample s = Quiet(0);
   s.steal_fraction = PollBackoff::kStealThreshold;
   s.runnable = s.usable_cpus;  // The sampler and one other on 2 CPUs.
-  s.preempted = PollBackoff::kPreemptedThreshold - 1;
-  EXPECT_FALSE(PollBackoff::Contended(s));
+  s.preempted_ns = PollBackoff::kPreemptedDelayNs - 1;
+  EXPECT_FALSE(PollBackoff::Contended(s, false));
   s.runnable = 3;  // Others fill both CPUs; the wait decides.
   s.cpu_wait_fraction = PollBackoff::kWaitThreshold;
-  EXPECT_FALSE(PollBackoff::Contended(s));
+  EXPECT_FALSE(PollBackoff::Contended(s, false));
+}
+
+// A short task or a kernel thread woken on a poller's CPU takes it for
+// microseconds, and a kernel thread now and then for a millisecond; such
+// moments, many or long, are not contention unless they come back to back.
+TEST(PollBackoff, BriefOrLonePreemptionsAreNotContention) {
+  PollBackoff b;
+  for (int i = 0; i < 50; ++i) {
+    ContentionSample s = Quiet(i * kInterval);
+    s.preempted_ns = i % 2 == 0 ? 2 * PollBackoff::kPreemptedDelayNs : 40000;
+    b.Update(s);
+  }
+  EXPECT_EQ(b.level(), 0);
+  EXPECT_EQ(b.contended(PollBackoff::Cause::kPreempted), 0u);
+  // The same wait in two samples in a row is.
+  ContentionSample s = Quiet(50 * kInterval);
+  s.preempted_ns = PollBackoff::kPreemptedDelayNs;
+  b.Update(s);
+  s.now_ns += kInterval;
+  b.Update(s);
+  EXPECT_EQ(b.level(), 1);
+  EXPECT_EQ(b.contended(PollBackoff::Cause::kPreempted), 1u);
 }
 
 TEST(PollBackoff, ContentionHalvesTheCapThenStopsPolling) {
@@ -206,7 +241,7 @@ TEST(PollBackoff, RecoversOneLevelPerHoldTime) {
 TEST(PollBackoff, OneQuietSampleBetweenBusyOnesDoesNotFlap) {
   PollBackoff b;
   ContentionSample busy = Quiet(0);
-  busy.preempted = 5;
+  busy.runnable = 9;
   int64_t now = 0;
   for (int i = 0; i < 40; ++i, now += kInterval) {
     if (i % 2 == 0) {

@@ -1,8 +1,8 @@
 // IdleWorkers, the pool's half of the wake protocol, on its own: announce
 // and re-check, WakeOne taking exactly one announced worker (the last to
 // announce when none polls), Retire, the polling cap and its gate, and a
-// hand-off to a worker that polls. The protocol under contention is
-// tests/torture's.
+// hand-off to a worker that polls, and which workers are awake. The protocol
+// under contention is tests/torture's.
 
 #include "runtime/idle_workers.h"
 
@@ -223,6 +223,32 @@ TEST_F(IdleWorkersTest, ASlotStillFullSendsTheNextTaskToThePushBeforeTheWake) {
   EXPECT_EQ(ran.load(), 11);
   EXPECT_FALSE(idle_.HasHandedOff(2));
   EXPECT_EQ(words_[2].wake_stats().polling, 2u);
+}
+
+// A worker blocked on its word is the only kind not awake: polling, woken
+// or running, its thread is runnable (the back-off counts those as the
+// pool's own).
+TEST_F(IdleWorkersTest, OnlyAWorkerAsleepOnItsWordIsNotAwake) {
+  EXPECT_EQ(idle_.num_awake(), kWorkers);
+  {
+    PollingWorker poller(idle_, words_[1], 1, /*periods=*/1);
+    std::thread sleeper([this] {
+      idle::IdleOptions o;
+      o.governor = "block";
+      absl::StatusOr<idle::Parker> parker = idle::Parker::Create(words_[0], o);
+      ASSERT_TRUE(parker.ok()) << parker.status();
+      ASSERT_TRUE(idle_.AnnounceThenRecheck(0, [] { return false; }));
+      parker->Park();
+      idle_.Retire(0);
+    });
+    WaitUntil([&] { return words_[0].asleep() && words_[1].polling(); });
+    EXPECT_EQ(idle_.num_awake(), kWorkers - 1);
+    words_[0].Unpark();
+    sleeper.join();
+    EXPECT_EQ(idle_.num_awake(), kWorkers);
+    words_[1].Unpark();
+  }
+  EXPECT_EQ(idle_.num_awake(), kWorkers);
 }
 
 }  // namespace
