@@ -1,7 +1,6 @@
 #include "idle/predictive_governor.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include "idle/idle_state.h"
@@ -25,56 +24,14 @@ int64_t PredictiveGovernor::wake_margin_ns() const noexcept {
   return margin_ns_;
 }
 
-bool PredictiveGovernor::RegularInterval(int64_t& median_ns,
-                                         int64_t& deviation_ns) const noexcept {
-  if (history_count_ < kHistory) return false;
-  // As menu.c's get_typical_interval(): drop the largest sample while the
-  // rest are not regular, keeping at least three quarters of them.
-  int64_t ceiling = std::numeric_limits<int64_t>::max();
-  for (;;) {
-    int count = 0;
-    int64_t sum = 0;
-    int64_t max = 0;
-    for (int64_t d : history_) {
-      if (d > ceiling) continue;
-      ++count;
-      sum += d;
-      max = std::max(max, d);
-    }
-    if (count * 4 < kHistory * 3 || count == 0) return false;
-    const double mean = static_cast<double>(sum) / count;
-    double variance = 0;
-    for (int64_t d : history_) {
-      if (d > ceiling) continue;
-      variance += (d - mean) * (d - mean);
-    }
-    const double deviation = std::sqrt(variance / count);
-    if (mean > 6 * deviation || deviation <= kRegularJitterNs) {
-      // Regular. The prediction is the median of the kept samples and its
-      // spread their median absolute deviation: one late wake (and the short
-      // period after it, when the waker keeps a fixed schedule) moves
-      // neither, where it would move the mean and the standard deviation.
-      std::array<int64_t, kHistory> kept{};
-      int n = 0;
-      for (int64_t d : history_) {
-        if (d <= ceiling) kept[n++] = d;
-      }
-      std::sort(kept.begin(), kept.begin() + n);
-      const int64_t median = kept[n / 2];
-      for (int i = 0; i < n; ++i) kept[i] = std::abs(kept[i] - median);
-      std::sort(kept.begin(), kept.begin() + n);
-      median_ns = median;
-      deviation_ns = kept[n / 2];
-      return true;
-    }
-    ceiling = max - 1;
-  }
+bool PredictiveGovernor::Regular(IntervalPattern& pattern) const noexcept {
+  return history_count_ == kHistory &&
+         RegularInterval(history_.data(), kHistory, pattern);
 }
 
 int64_t PredictiveGovernor::predicted_interval_ns() const noexcept {
-  int64_t mean = 0;
-  int64_t deviation = 0;
-  return RegularInterval(mean, deviation) ? mean : 0;
+  IntervalPattern pattern;
+  return Regular(pattern) ? pattern.median_ns : 0;
 }
 
 Selection PredictiveGovernor::Poll(int64_t window_ns) noexcept {
@@ -90,13 +47,13 @@ Selection PredictiveGovernor::Plan(const IdleContext& context) noexcept {
     expected_ns_ = context.deadline_ns;
     poll_until_ns_ = context.deadline_ns;
   }
-  int64_t mean = 0;
-  int64_t deviation = 0;
-  if (RegularInterval(mean, deviation)) {
-    const int64_t predicted = period_start_ns_ + mean;
+  IntervalPattern pattern;
+  if (Regular(pattern)) {
+    const int64_t predicted = period_start_ns_ + pattern.median_ns;
     if (expected_ns_ == 0 || predicted < expected_ns_) {
       expected_ns_ = predicted;
-      const int64_t tolerance = std::max(2 * deviation, kMinToleranceNs);
+      const int64_t tolerance =
+          std::max(2 * pattern.deviation_ns, kMinToleranceNs);
       poll_until_ns_ = predicted + tolerance;
       if (context.deadline_ns != kNoTimer) {
         poll_until_ns_ = std::min(poll_until_ns_, context.deadline_ns);

@@ -50,6 +50,7 @@
 #include <cstdint>
 
 #include "idle/governor.h"
+#include "idle/interval_pattern.h"
 
 namespace haltpool::idle {
 
@@ -65,13 +66,10 @@ struct PredictiveParams {
 class PredictiveGovernor final : public Governor {
  public:
   // menu.c's INTERVALS: the idle periods the pattern detector looks at.
-  static constexpr int kHistory = 8;
+  static constexpr int kHistory = kMaxIntervals;
   // Lateness samples the wake margin is learned from: enough for a 90th
   // percentile that ignores one outlier.
   static constexpr int kLatenessHistory = 16;
-  // menu.c accepts a pattern whose deviation is under 20 us whatever its
-  // mean; a wake that regular is worth polling for.
-  static constexpr int64_t kRegularJitterNs = 20000;
   // The least the poll after a predicted wake extends past it: a couple of
   // microseconds of scheduling noise on a 2-vCPU KVM guest's vCPUs
   // (docs/BENCHMARKS.md).
@@ -118,10 +116,9 @@ class PredictiveGovernor final : public Governor {
   Selection Poll(int64_t window_ns) noexcept;
   void EndPeriod(int64_t end_ns, bool by_deadline) noexcept;
   void LearnLateness(int64_t lateness_ns) noexcept;
-  // Median and median absolute deviation of the history's kept periods;
-  // false if it is not regular.
-  bool RegularInterval(int64_t& median_ns,
-                       int64_t& deviation_ns) const noexcept;
+  // The history's regular interval (interval_pattern.h); false until the
+  // history is full or if it is not regular.
+  bool Regular(IntervalPattern& pattern) const noexcept;
 
   PredictiveParams params_;
 
