@@ -26,6 +26,7 @@ set(HALTPOOL_SOURCES
   idle/haltpoll_governor.cc
   idle/idle_options.cc
   idle/idle_stats.cc
+  idle/interval_pattern.cc
   idle/parker.cc
   idle/poll_backoff.cc
   idle/predictive_governor.cc
@@ -94,6 +95,7 @@ set(HALTPOOL_HEADERS
   idle/idle_options.h
   idle/idle_state.h
   idle/idle_stats.h
+  idle/interval_pattern.h
   idle/parker.h
   idle/poll_gate.h
   idle/poll_backoff.h
@@ -177,6 +179,7 @@ set(HALTPOOL_TESTS
   tests/idle/haltpoll_governor_test.cc
   tests/idle/idle_loop_test.cc
   tests/idle/idle_stats_test.cc
+  tests/idle/interval_pattern_test.cc
   tests/idle/parker_test.cc
   tests/idle/parker_torture_test.cc
   tests/idle/poll_backoff_test.cc
