@@ -154,7 +154,9 @@ TEST(ParkerSetOptions, TheNextParkUsesTheNewGovernorAndStates) {
   WakeWord word;
   absl::StatusOr<Parker> p = Parker::Create(word, Options("block"));
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(p->Park(Now() + kMs), IdleResult::kTimedOut);
+  // Long enough that a slow (sanitized, loaded) run still reaches the
+  // block state before the deadline: the counters below need one block.
+  EXPECT_EQ(p->Park(Now() + 20 * kMs), IdleResult::kTimedOut);
   EXPECT_EQ(p->Stats("w", "d").per_state[kPollState].usage, 0u);
   IdleOptions o = Options("poll");
   o.block_exit_latency_ns = 1500;
