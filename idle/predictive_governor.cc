@@ -78,9 +78,13 @@ Selection PredictiveGovernor::Step(int64_t now_ns) noexcept {
   if (block_until - now_ns >= params_.block_target_residency_ns) {
     return Block(block_until);
   }
-  // Rule 3: close to it, poll across it, for the cap at most.
+  // Rule 3: close to it, poll across it, for the cap at most; a window the
+  // cap would cut short starts with a block until the cap before its end.
   const int64_t window = poll_until_ns_ - now_ns;
   if (window <= 0) return Block(kBlockUntilDeadline);
+  if (window - params_.poll_ns >= params_.block_target_residency_ns) {
+    return Block(poll_until_ns_ - params_.poll_ns);
+  }
   return Poll(std::min(window, params_.poll_ns));
 }
 

@@ -18,7 +18,11 @@
 //     short period if longer; otherwise block.
 //  3. An expected wake too close for blocking to pay off (under the block
 //     state's target residency plus the wake margin): poll until it, plus
-//     the tolerance below.
+//     the tolerance below. If that poll would outlast the cap by the
+//     target residency or more, first block until the cap before its end:
+//     a capped poll would run out before the wake, and since only a limited
+//     block that runs out teaches the margin, a margin longer than the
+//     wait (one bad moment of the host sets it) would never come down.
 //  4. An expected wake further away: block until the wake margin before it,
 //     then poll across it. The margin is learned: each limited block that ran
 //     out reports how late it really ended (timer slack plus the hypervisor's
