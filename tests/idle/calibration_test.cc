@@ -11,9 +11,15 @@
 namespace haltpool::idle {
 namespace {
 
+// A machine busy with other work (a build beside the tests) can stall one
+// round trip past the limit, which aborts that calibration with a note, as
+// designed; a few tries in a row that all stall are a failure.
+constexpr int kTries = 3;
+
 TEST(Calibration, MeasuresTheBlockStateInMilliseconds) {
-  const Calibration c = Calibrate();
-  ASSERT_TRUE(c.measured) << c.note;
+  Calibration c = Calibrate();
+  for (int i = 1; i < kTries && !c.measured; ++i) c = Calibrate();
+  ASSERT_TRUE(c.measured) << kTries << " tries, the last: " << c.note;
   EXPECT_GT(c.block_wake_ns, 0);
   EXPECT_LT(c.block_wake_ns, kCalibrationStallNs);
   EXPECT_EQ(c.round_trips, kCalibrationBlockRoundTrips);
