@@ -28,6 +28,11 @@ struct IdleContext {
   int64_t now_ns;       // The clock at selection.
   int64_t deadline_ns;  // When the caller stops waiting (a timer), or
                         // arch::kNoDeadline.
+  // The longest poll the caller allows now (the pool's back-off under
+  // contention); 0: no polling. As cpuidle's latency_req, the governor plans
+  // within it (a block ahead of a wake pays only for the poll after it),
+  // and the loop enforces it whatever the governor selects.
+  int64_t poll_cap_ns = kUnlimitedPollNs;
 };
 
 // The state to enter; for the poll state how long to poll at most, for the

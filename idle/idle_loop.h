@@ -32,12 +32,14 @@ struct IdleDevice {
 // Idles until a state reports a wake (kWoken) or `deadline_ns` passes
 // (kTimedOut). `poll(until_ns)` and `block(until_ns)` enter the states; each
 // returns true if a wake ended it and false if `until_ns` passed first.
-// With `allow_poll` false the block state is entered whatever the governor
-// selects (as a cpuidle latency constraint would), and the governor reflects
-// on it. A block the governor limited (Selection::block_until_ns) that runs
-// out is a kTimeout, and the loop asks the governor again. `poll_cap_ns`
-// shortens every poll the governor selects (a back-off under contention);
-// the governor reflects on the poll it really got. With `gate` set, each
+// `poll_cap_ns` is the longest poll allowed (a back-off under contention),
+// and `allow_poll` false allows none, as a cpuidle latency constraint
+// would; the governor sees the cap in its IdleContext, and the loop
+// shortens a longer poll to it, or blocks (until woken or the deadline) in
+// place of a poll where none is allowed. The governor reflects on the
+// state it really got. A block the governor limited
+// (Selection::block_until_ns) that runs out is a kTimeout, and the loop
+// asks the governor again. With `gate` set, each
 // poll the governor selects first asks gate->TryEnter(); refused, the loop
 // blocks instead (until woken or the deadline), and an allowed poll calls
 // gate->Leave() when it ends. Called only by the waiting thread; allocates
@@ -50,13 +52,14 @@ IdleResult RunIdle(const IdleDevice& dev, int64_t deadline_ns, PollFn&& poll,
   for (;;) {
     const int64_t start = dev.clock->NowNs();
     if (start >= deadline_ns) return IdleResult::kTimedOut;
-    Selection sel = dev.governor->Select({start, deadline_ns});
-    if (!allow_poll) sel = {kBlockState, 0};
-    if (sel.state == kPollState && gate != nullptr && !gate->TryEnter()) {
+    const int64_t cap_ns = allow_poll ? poll_cap_ns : 0;
+    Selection sel = dev.governor->Select({start, deadline_ns, cap_ns});
+    if (sel.state == kPollState &&
+        (cap_ns == 0 || (gate != nullptr && !gate->TryEnter()))) {
       sel = {kBlockState, 0};
     }
     if (sel.state == kPollState) {
-      sel.poll_limit_ns = std::min(sel.poll_limit_ns, poll_cap_ns);
+      sel.poll_limit_ns = std::min(sel.poll_limit_ns, cap_ns);
     }
     bool woken;
     if (sel.state == kPollState) {

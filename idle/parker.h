@@ -137,8 +137,9 @@ class Parker {
   // next Block return at once (callers treat kWoken as "look again"); so
   // `external` must outlive every Unpark of this word once it was used.
   //
-  // `poll_cap_ns` shortens every poll the governor selects (the pool's
-  // back-off under contention); kUnlimitedPollNs leaves them alone. With
+  // `poll_cap_ns` is the longest poll allowed (the pool's back-off under
+  // contention; allow_poll false means 0): the governor plans within it,
+  // and a longer poll is shortened to it. kUnlimitedPollNs: no cap. With
   // `gate` set, each poll must be allowed by it first (RunIdle), so a
   // waiter holds a poller's place only while it polls.
   IdleResult Park(int64_t deadline_ns = arch::kNoDeadline,

@@ -60,32 +60,40 @@ Selection PredictiveGovernor::Plan(const IdleContext& context) noexcept {
       }
     }
   }
-  if (expected_ns_ != 0) return Step(context.now_ns);
+  if (expected_ns_ != 0) return Step(context);
 
   // Rule 2: no expected wake; poll only if short periods are the rule.
-  if (short_share_ * 2 >= kShareOne && short_mean_ns_ > 0) {
+  const int64_t cap = CapNs(context);
+  if (cap > 0 && short_share_ * 2 >= kShareOne && short_mean_ns_ > 0) {
     return Poll(std::min(
-        params_.poll_ns,
-        std::max(params_.block_target_residency_ns, 2 * short_mean_ns_)));
+        cap, std::max(params_.block_target_residency_ns, 2 * short_mean_ns_)));
   }
   return Block(kBlockUntilDeadline);
 }
 
-Selection PredictiveGovernor::Step(int64_t now_ns) noexcept {
-  if (expected_ns_ == 0 || poll_ran_out_) return Block(kBlockUntilDeadline);
+int64_t PredictiveGovernor::CapNs(const IdleContext& context) const noexcept {
+  return std::min(params_.poll_ns, context.poll_cap_ns);
+}
+
+Selection PredictiveGovernor::Step(const IdleContext& context) noexcept {
+  const int64_t cap = CapNs(context);
+  // With no poll allowed, a block ahead of the wake would only end early.
+  if (expected_ns_ == 0 || poll_ran_out_ || cap == 0) {
+    return Block(kBlockUntilDeadline);
+  }
   // Rule 4: far from the wake, block until the margin before it.
   const int64_t block_until = expected_ns_ - wake_margin_ns();
-  if (block_until - now_ns >= params_.block_target_residency_ns) {
+  if (block_until - context.now_ns >= params_.block_target_residency_ns) {
     return Block(block_until);
   }
   // Rule 3: close to it, poll across it, for the cap at most; a window the
   // cap would cut short starts with a block until the cap before its end.
-  const int64_t window = poll_until_ns_ - now_ns;
+  const int64_t window = poll_until_ns_ - context.now_ns;
   if (window <= 0) return Block(kBlockUntilDeadline);
-  if (window - params_.poll_ns >= params_.block_target_residency_ns) {
-    return Block(poll_until_ns_ - params_.poll_ns);
+  if (window - cap >= params_.block_target_residency_ns) {
+    return Block(poll_until_ns_ - cap);
   }
-  return Poll(std::min(window, params_.poll_ns));
+  return Poll(std::min(window, cap));
 }
 
 Selection PredictiveGovernor::Select(const IdleContext& context) noexcept {
@@ -96,7 +104,7 @@ Selection PredictiveGovernor::Select(const IdleContext& context) noexcept {
     poll_ran_out_ = false;
     selection = Plan(context);
   } else {
-    selection = Step(context.now_ns);
+    selection = Step(context);
   }
   select_ns_ = context.now_ns;
   block_until_ns_ = selection.state == kBlockState ? selection.block_until_ns

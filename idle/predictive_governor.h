@@ -36,7 +36,10 @@
 //     wake until the prediction plus a tolerance of twice the kept periods'
 //     median absolute deviation (at least kMinToleranceNs); a poll that
 //     runs out is followed by a block.
-//  Every poll is capped at PredictiveParams::poll_ns.
+//  Every poll is capped at PredictiveParams::poll_ns and at the caller's
+//  IdleContext::poll_cap_ns, and rule 3 plans with the lower of the two.
+//  Where the caller allows no poll, the period is one block until the wake
+//  or the deadline: a block ahead of the wake would only end early.
 //
 // Reflect ends a period at a wake or the deadline, records its length in the
 // history (less the block state's exit latency for a wake seen from the
@@ -114,9 +117,11 @@ class PredictiveGovernor final : public Governor {
   static constexpr int64_t kShareOne = 1024;
 
   Selection Plan(const IdleContext& context) noexcept;
-  // The plan's step at `now_ns`: block until the margin before the
+  // The plan's step at `context.now_ns`: block until the margin before the
   // expected wake, poll across it, or block once the poll ran out.
-  Selection Step(int64_t now_ns) noexcept;
+  Selection Step(const IdleContext& context) noexcept;
+  // The longest poll allowed now: the governor's cap or the caller's.
+  int64_t CapNs(const IdleContext& context) const noexcept;
   Selection Poll(int64_t window_ns) noexcept;
   void EndPeriod(int64_t end_ns, bool by_deadline) noexcept;
   void LearnLateness(int64_t lateness_ns) noexcept;

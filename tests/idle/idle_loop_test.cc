@@ -407,6 +407,7 @@ TEST_F(IdleLoopTest, WithoutPollingTheBlockStateIsEnteredAndReflected) {
   EXPECT_THAT(log_, ElementsAre("select:0", "block:until+1000000000",
                                 "reflect:1:60000:woken"));
   EXPECT_THAT(block_untils_, ElementsAre(deadline));
+  EXPECT_EQ(recorder_.last_context.poll_cap_ns, 0) << "no poll is allowed";
   EXPECT_EQ(haltpoll_.poll_limit_ns(), 100000) << "60 us block grew the window";
   const IdleStats st = Snapshot();
   EXPECT_EQ(st.per_state[kPollState].usage, 0u);
@@ -422,6 +423,32 @@ TEST_F(IdleLoopTest, WithoutPollingADeadlineStillEndsTheBlock) {
             IdleResult::kTimedOut);
   EXPECT_THAT(log_, ElementsAre("select:0", "block:until+30000",
                                 "reflect:1:30000:deadline"));
+}
+
+TEST_F(IdleLoopTest, WithoutPollingALimitedBlockKeepsItsLimit) {
+  // The governor reflects on the block it selected, so the loop does not
+  // stretch it to the deadline: a governor learns a timer's lateness from
+  // how a limited block ended.
+  ScriptedGovernor scripted;
+  const int64_t start = clock_.NowNs();
+  scripted.next = {kBlockState, 0, start + 30000};
+  EXPECT_EQ(
+      RunIdle(IdleDevice{&scripted, &states_, &counters_, &clock_},
+              start + kSecond, Unreachable("poll"), BlockWokenAfter(10000),
+              /*allow_poll=*/false),
+      IdleResult::kWoken);
+  EXPECT_THAT(block_untils_, ElementsAre(start + 30000));
+}
+
+TEST_F(IdleLoopTest, TheGovernorSeesTheCapAndALongerPollIsShortenedToIt) {
+  GrowWindowTo50us();
+  EXPECT_EQ(RunIdle(Device(), clock_.NowNs() + kSecond, PollWokenAfter(10000),
+                    Unreachable("block"), /*allow_poll=*/true,
+                    /*poll_cap_ns=*/20000),
+            IdleResult::kWoken);
+  EXPECT_EQ(recorder_.last_context.poll_cap_ns, 20000);
+  EXPECT_THAT(log_, ElementsAre("select:0", "poll:until+20000",
+                                "reflect:0:10000:woken"));
 }
 
 // A gate that logs its calls and allows the first `allowed` polls.

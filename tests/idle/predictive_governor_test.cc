@@ -45,7 +45,8 @@ struct Waiter {
                               params.block_target_residency_ns)) {}
 
   IdleResult Idle(int64_t deadline_ns, int64_t wake_at_ns,
-                  int64_t lateness_ns = 0) {
+                  int64_t lateness_ns = 0,
+                  int64_t poll_cap_ns = kUnlimitedPollNs) {
     last_state = -1;
     const IdleDevice dev{&governor, &states, &counters, &clock};
     auto poll = [&](int64_t until_ns) {
@@ -70,7 +71,8 @@ struct Waiter {
       clock.AdvanceTo(sleeps_until);
       return false;
     };
-    return RunIdle(dev, deadline_ns, poll, block);
+    return RunIdle(dev, deadline_ns, poll, block, /*allow_poll=*/true,
+                   poll_cap_ns);
   }
 
   IdleStats Stats() const {
@@ -254,6 +256,52 @@ TEST(PredictiveGovernorRules, AMarginLongerThanTheWaitIsLearnedAgain) {
   EXPECT_EQ(w.Idle(kNever, start + kPeriod, kLate), IdleResult::kWoken);
   EXPECT_EQ(w.clock.NowNs(), start + kPeriod);  // Met while polling.
   EXPECT_EQ(w.last_state, kPollState);
+}
+
+// A caller's cap (the pool's back-off) shorter than the poll across a
+// wake: the governor plans with it, as rule 3 does with its own cap, and
+// blocks until the cap before the wake. Cut short by the loop instead, the
+// poll would run out before the wake and the period end in a block.
+TEST(PredictiveGovernorRules, ACallersCapIsPlannedWith) {
+  Waiter w;
+  constexpr int64_t kLate = 80 * kUs;
+  for (int i = 0; i < PredictiveGovernor::kLatenessHistory; ++i) {
+    w.Idle(w.clock.NowNs() + 1 * kMs, kNever, kLate);
+  }
+  ASSERT_EQ(w.governor.wake_margin_ns(), kLate);
+  // This block is on time, so the margin before the timer is left to poll.
+  const int64_t deadline = w.clock.NowNs() + 1 * kMs;
+  EXPECT_EQ(
+      w.Idle(deadline, kNever, /*lateness_ns=*/0, /*poll_cap_ns=*/10 * kUs),
+      IdleResult::kTimedOut);
+  EXPECT_EQ(w.clock.NowNs(), deadline);
+  EXPECT_EQ(w.last_state, kPollState) << "polling when the timer came";
+  EXPECT_EQ(w.governor.poll_limit_ns(), 10 * kUs);
+}
+
+// With no poll allowed, a regular wake is waited for in one block: a block
+// ahead of it would only end early, and an unlimited block the governor
+// took for a limited one would teach it a lateness no timer had.
+TEST(PredictiveGovernorRules,
+     WithNoPollAllowedItBlocksOnceAndLearnsNothingWrong) {
+  Waiter w;
+  constexpr int64_t kLate = 60 * kUs;
+  constexpr int64_t kPeriod = 1 * kMs;
+  RunPeriodic(w, kPeriod, PredictiveGovernor::kHistory + 30, kLate);
+  ASSERT_EQ(w.governor.predicted_interval_ns(), kPeriod);
+  const int64_t margin = w.governor.wake_margin_ns();
+  const uint64_t blocks = w.Stats().per_state[kBlockState].usage;
+  const uint64_t polls = w.Stats().per_state[kPollState].usage;
+  constexpr int kPeriods = 40;
+  for (int i = 0; i < kPeriods; ++i) {
+    const int64_t start = w.clock.NowNs();
+    EXPECT_EQ(w.Idle(kNever, start + kPeriod, kLate, /*poll_cap_ns=*/0),
+              IdleResult::kWoken);
+  }
+  EXPECT_EQ(w.Stats().per_state[kBlockState].usage, blocks + kPeriods);
+  EXPECT_EQ(w.Stats().per_state[kPollState].usage, polls);
+  EXPECT_EQ(w.governor.wake_margin_ns(), margin);
+  EXPECT_EQ(w.governor.predicted_interval_ns(), kPeriod);
 }
 
 TEST(PredictiveGovernorRules, AnIrregularHistoryPredictsNothing) {
