@@ -197,12 +197,17 @@ int Main(int argc, char** argv) {
       "| governor | back-off | round trips/s | vs block, same back-off | "
       "max level | times backed off | samples |\n");
   printf("| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
-  std::vector<RowResult> results;
-  for (const Row& row : rows) {
-    std::vector<RowResult> r;
-    for (int i = 0; i < runs; ++i) {
-      r.push_back(RunOnce(row, processes, hogs, workers, seconds));
+  // Each run measures every row once, so a drift of the machine over the
+  // minutes the table takes spreads over all rows instead of a few.
+  std::vector<std::vector<RowResult>> runs_of_row(rows.size());
+  for (int i = 0; i < runs; ++i) {
+    for (size_t j = 0; j < rows.size(); ++j) {
+      runs_of_row[j].push_back(
+          RunOnce(rows[j], processes, hogs, workers, seconds));
     }
+  }
+  std::vector<RowResult> results;
+  for (std::vector<RowResult>& r : runs_of_row) {
     std::sort(r.begin(), r.end(), [](const RowResult& a, const RowResult& b) {
       return a.round_trips_per_s < b.round_trips_per_s;
     });
