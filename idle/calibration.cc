@@ -43,20 +43,28 @@ struct Side {
   std::atomic<uint32_t> turn{0};  // Bumped by the other side.
 };
 
-// Waits until `side.turn` moves past `seen`, blocking or polling; false if
-// kCalibrationStallNs passed first.
-bool Await(const Side& side, uint32_t seen, bool block) {
+// How an Await ended.
+enum class Awaited {
+  kStalled,  // kCalibrationStallNs passed first.
+  kSeen,     // The turn moved before the waiter slept (or it polled).
+  kWoken,    // The waiter slept in FUTEX_WAIT and a FUTEX_WAKE woke it.
+};
+
+// Waits until `side.turn` moves past `seen`, blocking or polling.
+Awaited Await(const Side& side, uint32_t seen, bool block) {
   const int64_t deadline = arch::MonotonicNowNs() + kCalibrationStallNs;
+  bool slept = false;
   while (side.turn.load(std::memory_order_acquire) == seen) {
-    if (arch::MonotonicNowNs() >= deadline) return false;
+    if (arch::MonotonicNowNs() >= deadline) return Awaited::kStalled;
     if (block) {
-      arch::FutexWaitUntil(side.turn, seen, deadline,
-                           arch::FutexScope::kPrivate);
+      slept = arch::FutexWaitUntil(side.turn, seen, deadline,
+                                   arch::FutexScope::kPrivate) ==
+              arch::FutexWaitResult::kWoken;
     } else {
       arch::CpuRelax();
     }
   }
-  return true;
+  return slept ? Awaited::kWoken : Awaited::kSeen;
 }
 
 void Hand(Side& side, bool block) {
@@ -64,43 +72,123 @@ void Hand(Side& side, bool block) {
   if (block) arch::FutexWake(side.turn, 1, arch::FutexScope::kPrivate);
 }
 
-// Ping-pong between two new threads, on `cpus[0]` and `cpus[1]` when
-// given, that block (FUTEX_WAIT / FUTEX_WAKE, the block state's path) or
-// poll (the poll state's): the median one-way wake in ns, or 0 if a round
-// trip stalled. On two CPUs a blocked side's wake crosses CPUs, as a worker
-// woken by a submitter elsewhere: under a hypervisor, an IPI to a halted
-// vCPU and a VM exit.
-int64_t PingPong(bool block, int round_trips, const std::vector<int>& cpus) {
-  Side ping;
-  Side pong;
+// Before each hand-over of the block measurement, the handing side waits
+// this long so that the other side is asleep in FUTEX_WAIT when the wake
+// comes: its way back from its own FUTEX_WAKE into FUTEX_WAIT takes a few
+// us on a 2-vCPU KVM guest. Without it the two sides can fall into a lock
+// step in which each finds its turn already moved, neither ever sleeps, and
+// the "block wake" measured is a system call (0.7 us there, against 11 us
+// for a real one).
+constexpr int64_t kSettleNs = 30000;
+
+void Settle() {
+  const int64_t until = arch::MonotonicNowNs() + kSettleNs;
+  while (arch::MonotonicNowNs() < until) arch::CpuRelax();
+}
+
+// Runs `initiator` and `responder` on two new threads, pinned to `cpus[0]`
+// and `cpus[1]` when given, the responder started first.
+template <typename Initiator, typename Responder>
+void OnTwoThreads(const std::vector<int>& cpus, Initiator&& initiator,
+                  Responder&& responder) {
   std::atomic<bool> ready{false};  // The responder is at its first wait.
-  std::thread responder([&] {
+  std::thread r([&] {
     if (cpus.size() == 2) PinTo(cpus[1]);
     ready.store(true, std::memory_order_release);
-    for (int i = 0; i < round_trips; ++i) {
-      if (!Await(pong, static_cast<uint32_t>(i), block)) return;
-      Hand(ping, block);
-    }
+    responder();
   });
+  std::thread i([&] {
+    if (cpus.size() == 2) PinTo(cpus[0]);
+    // Thread start-up is not a wake.
+    while (!ready.load(std::memory_order_acquire)) std::this_thread::yield();
+    initiator();
+  });
+  i.join();
+  r.join();  // It gives up by itself after a stall.
+}
+
+int64_t Median(std::vector<int64_t>& v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// The block state's one-way wake, as a worker's: `round_trips` times, one
+// side sleeps in FUTEX_WAIT and the other, after kSettleNs, stamps the time
+// and wakes it (FUTEX_WAKE); the woken side takes the time it took, and
+// after kSettleNs wakes the first side the same way. On two CPUs each wake
+// crosses CPUs: under a hypervisor, an IPI to a halted vCPU and a VM exit.
+// Only wakes of a side that really slept count. The median in ns; 0 if a
+// wake stalled or fewer than half the wakes found their side asleep.
+int64_t BlockWake(int round_trips, const std::vector<int>& cpus) {
+  Side ping;
+  Side pong;
+  std::atomic<int64_t> stamp{0};  // When the last hand-over began.
+  std::vector<int64_t> wakes[2];  // Of the initiator, of the responder.
+  std::atomic<bool> stalled{false};
+  auto side = [&](Side& mine, Side& theirs, std::vector<int64_t>& out,
+                  bool first) {
+    for (int i = 0; i < round_trips; ++i) {
+      if (first) {
+        Settle();
+        stamp.store(arch::MonotonicNowNs(), std::memory_order_relaxed);
+        Hand(theirs, /*block=*/true);
+      }
+      const Awaited a = Await(mine, static_cast<uint32_t>(i), /*block=*/true);
+      if (a == Awaited::kStalled) {
+        stalled.store(true, std::memory_order_relaxed);
+        return;
+      }
+      const int64_t now = arch::MonotonicNowNs();
+      if (a == Awaited::kWoken) {
+        out.push_back(now - stamp.load(std::memory_order_relaxed));
+      }
+      if (!first) {
+        Settle();
+        stamp.store(arch::MonotonicNowNs(), std::memory_order_relaxed);
+        Hand(theirs, /*block=*/true);
+      }
+    }
+  };
+  OnTwoThreads(
+      cpus, [&] { side(ping, pong, wakes[0], /*first=*/true); },
+      [&] { side(pong, ping, wakes[1], /*first=*/false); });
+  std::vector<int64_t> all = wakes[0];
+  all.insert(all.end(), wakes[1].begin(), wakes[1].end());
+  if (stalled.load() || all.size() < static_cast<size_t>(round_trips)) return 0;
+  return Median(all);
+}
+
+// The poll state's one-way wake: half the median round trip of two sides
+// that poll for their turn; 0 if a round trip stalled.
+int64_t PollWake(int round_trips, const std::vector<int>& cpus) {
+  Side ping;
+  Side pong;
   std::vector<int64_t> trips;
   trips.reserve(round_trips);
-  std::thread initiator([&] {
-    if (cpus.size() == 2) PinTo(cpus[0]);
-    // Thread start-up is not a wake: time only round trips.
-    while (!ready.load(std::memory_order_acquire)) std::this_thread::yield();
-    for (int i = 0; i < round_trips; ++i) {
-      const int64_t start = arch::MonotonicNowNs();
-      Hand(pong, block);
-      if (!Await(ping, static_cast<uint32_t>(i), block)) break;
-      trips.push_back(arch::MonotonicNowNs() - start);
-    }
-  });
-  initiator.join();
-  responder.join();  // It gives up by itself after a stall.
+  OnTwoThreads(
+      cpus,
+      [&] {
+        for (int i = 0; i < round_trips; ++i) {
+          const int64_t start = arch::MonotonicNowNs();
+          Hand(pong, /*block=*/false);
+          if (Await(ping, static_cast<uint32_t>(i), /*block=*/false) ==
+              Awaited::kStalled) {
+            return;
+          }
+          trips.push_back(arch::MonotonicNowNs() - start);
+        }
+      },
+      [&] {
+        for (int i = 0; i < round_trips; ++i) {
+          if (Await(pong, static_cast<uint32_t>(i), /*block=*/false) ==
+              Awaited::kStalled) {
+            return;
+          }
+          Hand(ping, /*block=*/false);
+        }
+      });
   if (trips.size() != static_cast<size_t>(round_trips)) return 0;
-  std::nth_element(trips.begin(), trips.begin() + trips.size() / 2,
-                   trips.end());
-  return trips[trips.size() / 2] / 2;
+  return Median(trips) / 2;
 }
 
 }  // namespace
@@ -112,14 +200,17 @@ Calibration Calibrate() {
       ": a round trip took over ", kCalibrationStallNs / 1000000, " ms");
   const std::vector<int> cpus = TwoCpus();
   c.cross_cpu = cpus.size() == 2;
-  c.block_wake_ns = PingPong(/*block=*/true, kCalibrationBlockRoundTrips, cpus);
+  c.block_wake_ns = BlockWake(kCalibrationBlockRoundTrips, cpus);
   c.round_trips = kCalibrationBlockRoundTrips;
-  if (c.block_wake_ns == 0) c.note = absl::StrCat("block", stalled);
+  if (c.block_wake_ns == 0) {
+    c.note =
+        absl::StrCat("block: a wake took over ", kCalibrationStallNs / 1000000,
+                     " ms, or under half the wakes found their side asleep");
+  }
   if (!c.cross_cpu) {
     if (c.note.empty()) c.note = "poll: not measured with one CPU";
   } else {
-    c.poll_wake_ns =
-        PingPong(/*block=*/false, kCalibrationPollRoundTrips, cpus);
+    c.poll_wake_ns = PollWake(kCalibrationPollRoundTrips, cpus);
     if (c.poll_wake_ns == 0 && c.note.empty()) {
       c.note = absl::StrCat("poll", stalled);
     }
