@@ -27,7 +27,8 @@
 //
 // ./bazelw run -c opt //bench:tradeoff -- [--point_ms=N] [--workers=N]
 //   [--modes=pair,pool] [--arrivals=periodic,poisson,bursty]
-//   [--submitter=sleep|spin] [--seed=N] [--gaps=0,50us,1ms]
+//   [--submitter=sleep|spin] [--seed=N] [--submitter_cpu=N]
+//   [--gaps=0,50us,1ms]
 //   [--only=NAME,NAME] [--csv=PATH]
 //   [--markdown=PATH]
 
@@ -60,6 +61,7 @@ using haltpool::bench::IntIn;
 using PointMs = IntIn<1, 60000>;
 using Samples = IntIn<1, 1000000>;
 using Workers = IntIn<1, 256>;
+using SubmitterCpu = IntIn<-1, 8191>;
 
 ABSL_FLAG(PointMs, point_ms, 250, "time per contender and gap, ms");
 ABSL_FLAG(Samples, min_samples, 10, "fewest wakes per point");
@@ -73,6 +75,10 @@ ABSL_FLAG(std::string, submitter, "sleep",
           "how the waker waits out a gap: sleep (to 80 us before, then "
           "spin) or spin (the harness before arrivals existed)");
 ABSL_FLAG(uint64_t, seed, 1, "the poisson arrivals' generator seed");
+ABSL_FLAG(SubmitterCpu, submitter_cpu, -1,
+          "pool mode: the CPU the submitting thread runs on (pin a server's "
+          "I/O thread so, and set HALTPOOL_CPUS to the others); -1: where "
+          "the kernel puts it");
 ABSL_FLAG(std::string, gaps, haltpool::bench::SweepGapsList(),
           "the gaps to measure, ascending, comma-separated (0 to 10s)");
 ABSL_FLAG(std::string, only, "",
@@ -92,12 +98,15 @@ struct Sizing {
   std::vector<Arrivals> arrivals;
   Submitter submitter;
   uint64_t seed;
+  int submitter_cpu;
   std::vector<int64_t> gaps_ns;  // Ascending.
   int Samples(Arrivals a, int64_t gap_ns) const {
     return SamplesFor(MeanSpacingNs(a, gap_ns), point_ms, min_samples,
                       max_samples);
   }
-  Pacing PacingFor(Arrivals a) const { return {a, submitter, seed}; }
+  Pacing PacingFor(Arrivals a) const {
+    return {a, submitter, seed, submitter_cpu};
+  }
   // The --arrivals list as given, for a child's command line.
   std::string ArrivalsList() const {
     std::string out;
@@ -278,7 +287,7 @@ absl::StatusOr<std::vector<Curve>> RunOmp(const OmpContender& c,
       " --max_samples=", sizing.max_samples, " --workers=", workers,
       " --modes=", modes, " --arrivals=", sizing.ArrivalsList(),
       " --submitter=", SubmitterName(sizing.submitter), " --seed=", sizing.seed,
-      " --gaps=", sizing.GapsList());
+      " --submitter_cpu=", sizing.submitter_cpu, " --gaps=", sizing.GapsList());
   FILE* child = popen(command.c_str(), "r");
   if (child == nullptr) {
     return absl::InternalError(
@@ -377,6 +386,7 @@ int main(int argc, char** argv) {
                 {},
                 Submitter::kSleep,
                 absl::GetFlag(FLAGS_seed),
+                -1,
                 {}};
   if (std::string error;
       !ParseGaps(absl::GetFlag(FLAGS_gaps), &sizing.gaps_ns, &error)) {
@@ -399,6 +409,14 @@ int main(int argc, char** argv) {
     absl::FPrintF(stderr,
                   "tradeoff: --submitter: '%s': accepted: sleep, spin\n",
                   absl::GetFlag(FLAGS_submitter));
+    return 2;
+  }
+  sizing.submitter_cpu =
+      static_cast<int>(absl::GetFlag(FLAGS_submitter_cpu).value);
+  if (std::string problem = CheckSubmitterCpu(sizing.submitter_cpu);
+      !problem.empty()) {
+    absl::FPrintF(stderr, "tradeoff: --submitter_cpu=%d: %s\n",
+                  sizing.submitter_cpu, problem);
     return 2;
   }
   const int workers = static_cast<int>(absl::GetFlag(FLAGS_workers).value);

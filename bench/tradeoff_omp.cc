@@ -12,6 +12,7 @@
 // Usage: tradeoff_gomp --label=NAME [--point_ms=N] [--min_samples=N]
 //   [--max_samples=N] [--workers=N] [--modes=pair,pool]
 //   [--arrivals=periodic,poisson,bursty] [--submitter=sleep|spin] [--seed=N]
+//   [--submitter_cpu=N]
 
 #include <omp.h>
 #include <stdio.h>
@@ -32,12 +33,15 @@ using haltpool::bench::IntIn;
 using PointMs = IntIn<1, 60000>;
 using Samples = IntIn<1, 1000000>;
 using Workers = IntIn<1, 256>;
+using SubmitterCpu = IntIn<-1, 8191>;
 
 ABSL_FLAG(PointMs, point_ms, 250, "time per gap, ms");
 ABSL_FLAG(Samples, min_samples, 10, "fewest wakes per gap");
 ABSL_FLAG(Samples, max_samples, 20000, "most wakes per gap");
 ABSL_FLAG(Workers, workers, 2, "pool threads besides the caller");
 ABSL_FLAG(std::string, label, "", "the contender's name in the CSV");
+ABSL_FLAG(SubmitterCpu, submitter_cpu, -1,
+          "pool mode: the CPU the submitting thread runs on; -1: anywhere");
 ABSL_FLAG(std::string, modes, "pair,pool",
           "pair, pool or both, comma-separated");
 ABSL_FLAG(std::string, arrivals, "periodic",
@@ -141,6 +145,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  const int submitter_cpu =
+      static_cast<int>(absl::GetFlag(FLAGS_submitter_cpu).value);
+  if (std::string problem = CheckSubmitterCpu(submitter_cpu);
+      !problem.empty()) {
+    absl::FPrintF(stderr, "tradeoff_omp: --submitter_cpu=%d: %s\n",
+                  submitter_cpu, problem);
+    return 2;
+  }
   const int workers = static_cast<int>(absl::GetFlag(FLAGS_workers).value);
   const int64_t point_ms = absl::GetFlag(FLAGS_point_ms).value;
   const int min_samples =
@@ -160,7 +172,7 @@ int main(int argc, char** argv) {
       curve.mode = std::string(mode);
       curve.arrivals = ArrivalsName(a);
       curve.contender = label;
-      const Pacing pacing{a, submitter, seed};
+      const Pacing pacing{a, submitter, seed, submitter_cpu};
       const SubmitFn submit = [workers](Probe p) { RunRegion(workers, p); };
       // Warm up: threads started, the runtime's first-use costs paid.
       if (mode == "pair") {

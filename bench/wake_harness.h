@@ -98,7 +98,16 @@ struct Pacing {
   Arrivals arrivals = Arrivals::kPeriodic;
   Submitter submitter = Submitter::kSleep;
   uint64_t seed = 1;  // Arrivals::kPoisson's generator.
+  // >= 0: MeasurePool's submitting thread runs on this CPU alone during the
+  // point, and gets its affinity back after it; -1: where the kernel puts
+  // it. A server pins its I/O thread so, and keeps the pool off that CPU
+  // (HALTPOOL_CPUS).
+  int submitter_cpu = -1;
 };
+
+// Empty if `cpu` is -1 or a CPU the calling thread may run on; otherwise
+// what is wrong, for the caller's error message.
+std::string CheckSubmitterCpu(int cpu);
 
 // The waits before each wake of one point, in order. Not thread-safe.
 class ArrivalSchedule {

@@ -60,6 +60,7 @@ struct PoolConfig {
   int workers = 0;      // 0: one per CPU the process may use.
   int max_pollers = 0;  // 0: half the workers, at least one.
   PinMode pin = PinMode::kNone;
+  std::vector<int> cpus;  // Empty: every CPU the creating thread may use.
   IoBackend io = IoBackend::kAuto;
   unsigned io_entries = IoReactorOptions().entries;
   IoTaskRun io_task_run = IoReactorOptions().task_run;

@@ -14,6 +14,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "arch/wait_mechanism.h"
 #include "idle/poll_backoff.h"
@@ -55,6 +56,13 @@ struct PoolOptions {
   // Pinning: none, one physical core per worker, or one hardware thread;
   // workers spread over cores before SMT siblings. HALTPOOL_PIN.
   std::optional<PinMode> pin;
+  // The CPUs the workers may run on, ascending OS CPU numbers; empty: every
+  // CPU the creating thread may run on (its affinity mask). A list must lie
+  // within that mask; with pin none, each worker may run on all of it, and
+  // the other pin modes place workers within it. Leaving a latency-critical
+  // thread's CPU out keeps the kernel from waking a worker beside it.
+  // HALTPOOL_CPUS.
+  std::optional<std::vector<int>> cpus;
   // The I/O backend of ThreadPool::Io(): auto (io_uring, else epoll when
   // io_uring is missing or refused), uring, epoll. HALTPOOL_IO.
   std::optional<IoBackend> io;
@@ -68,7 +76,7 @@ struct PoolOptions {
   // How each worker idles. HALTPOOL_GOVERNOR and the other idle variables.
   IdleChoices idle;
   // Measure the block state's wake cost once per process when the first
-  // pool starts (idle/calibration.h, a few milliseconds) and use it for the
+  // pool starts (idle/calibration.h, about 20 ms) and use it for the
   // block state's costs that neither code nor environment set.
   // HALTPOOL_CALIBRATE.
   std::optional<bool> calibrate;

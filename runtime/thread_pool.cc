@@ -88,7 +88,7 @@ absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(Config config) {
     }
   }
   if (WantsCalibration(config)) {
-    // Once per process; a few milliseconds the first time.
+    // Once per process; about 20 ms the first time.
     calibration = idle::ProcessCalibration();
     ApplyCalibration(calibration, config);
   }
@@ -107,17 +107,30 @@ ThreadPool::ThreadPool(const PoolConfig& options) : options_(options) {
 absl::Status ThreadPool::Start() {
   absl::StatusOr<CpuQuota> quota = ProcessCpuQuota();
   if (!quota.ok()) return quota.status();
+  // The CPUs the workers run on: this thread's mask, or a list within it.
+  std::vector<int> cpus = AffinityCpus();
+  for (int cpu : options_.cpus) {
+    if (!std::binary_search(cpus.begin(), cpus.end(), cpu)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cpus (HALTPOOL_CPUS) = ", FormatCpuList(options_.cpus), ": CPU ",
+          cpu, " is not in the creating thread's affinity mask; accepted: ",
+          "all, or CPUs of ", FormatCpuList(cpus)));
+    }
+  }
+  if (!options_.cpus.empty()) cpus = options_.cpus;
   int n = options_.workers;
-  if (n == 0) n = quota->usable_cpus;
+  if (n == 0) n = std::min(quota->usable_cpus, static_cast<int>(cpus.size()));
   contention_ = std::make_unique<ContentionMonitor>(
       options_.backoff, quota->usable_cpus, options_.idle.haltpoll.poll_ns,
       options_.contention_probe);
-  const Topology topology = LoadTopology(AffinityCpus());
-  const std::vector<WorkerPlacement> placements =
+  const Topology topology = LoadTopology(cpus);
+  std::vector<WorkerPlacement> placements =
       PlanPlacement(topology, n, options_.pin);
-  placement_note_ =
-      absl::StrCat(n, " workers (", quota->explanation, "); ", topology.note,
-                   "; pin ", PinModeName(options_.pin));
+  for (WorkerPlacement& p : placements) p.confined = !options_.cpus.empty();
+  placement_note_ = absl::StrCat(
+      n, " workers (", quota->explanation, "); ", topology.note, "; pin ",
+      PinModeName(options_.pin), "; cpus ",
+      options_.cpus.empty() ? "all" : FormatCpuList(options_.cpus));
   for (int i = 0; i < n; ++i) {
     auto w = std::make_unique<Worker>(i, placements[i]);
     absl::StatusOr<idle::Parker> parker =

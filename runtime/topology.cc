@@ -290,7 +290,9 @@ std::vector<WorkerPlacement> PlanPlacement(const Topology& topology,
 }
 
 absl::Status ApplyPlacement(const WorkerPlacement& placement) {
-  if (!placement.os_cpu.has_value()) return absl::OkStatus();
+  if (!placement.os_cpu.has_value() && !placement.confined) {
+    return absl::OkStatus();
+  }
   const std::string list = FormatCpuList(placement.cpu_set);
   if (placement.cpu_set.empty()) {
     return absl::InvalidArgumentError(

@@ -83,6 +83,9 @@ struct WorkerPlacement {
   std::optional<int> os_cpu;  // Its home CPU; nullopt: not pinned (kNone).
   std::vector<int> cpu_set;   // The CPUs it may run on, ascending.
   int numa_node = -1;         // The node of cpu_set, -1 if unknown or mixed.
+  // Applied even when not pinned: the pool runs on fewer CPUs than the
+  // creating thread's mask (PoolOptions::cpus).
+  bool confined = false;
 };
 
 // Places `workers` workers (none if <= 0) on `topology` for `mode`:
@@ -102,10 +105,11 @@ std::vector<WorkerPlacement> PlanPlacement(const Topology& topology,
                                            int workers, PinMode mode);
 
 // Pins the calling thread to placement.cpu_set (sched_setaffinity on the
-// thread) if placement.os_cpu is set; does nothing for an unpinned (kNone)
-// placement. Fails with an error naming the CPU set and the errno text, e.g.
-// when no CPU of the set is in the process's cgroup cpuset. Call it on the
-// worker thread itself, before it runs tasks.
+// thread) if placement.os_cpu is set or the placement is confined; does
+// nothing for any other unpinned (kNone) placement. Fails with an error naming
+// the CPU set and the errno text, e.g. when no CPU of the set is in the
+// process's cgroup cpuset. Call it on the worker thread itself, before it runs
+// tasks.
 absl::Status ApplyPlacement(const WorkerPlacement& placement);
 
 }  // namespace haltpool

@@ -5,8 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "arch/cpu_wait.h"
 #include "idle/governor_registry.h"
+#include "runtime/cpu_quota.h"
 #include "runtime/value_parse.h"
 
 namespace haltpool {
@@ -105,6 +107,37 @@ struct EnumCodec {
   }
 };
 
+// A CPU list, or "all" (the empty list): every CPU the affinity mask has.
+struct CpuListCodec {
+  using Value = std::vector<int>;
+  // Far beyond any machine Linux runs on (its NR_CPUS tops out at 8192).
+  static constexpr int kMaxCpu = 8191;
+  absl::StatusOr<Value> Parse(absl::string_view t) const {
+    if (t == "all") return Value{};
+    absl::StatusOr<Value> cpus = ParseCpuList(t, kMaxCpu);
+    if (cpus.ok()) return cpus;
+    // The parser's problem, with this variable's accepted values ("all" too).
+    const std::pair<absl::string_view, absl::string_view> problem =
+        absl::StrSplit(cpus.status().message(), absl::MaxSplits("; ", 1));
+    return Reject(problem.first, Accepted());
+  }
+  absl::Status Check(const Value& v) const {
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i] < 0 || v[i] > kMaxCpu || (i > 0 && v[i] <= v[i - 1])) {
+        return Reject("not an ascending list of CPUs", Accepted());
+      }
+    }
+    return absl::OkStatus();
+  }
+  std::string Format(const Value& v) const {
+    return v.empty() ? std::string("all") : FormatCpuList(v);
+  }
+  std::string Accepted() const {
+    return absl::StrCat("all, or CPUs from 0 to ", kMaxCpu,
+                        " and ranges, such as 1 or 0-3,6");
+  }
+};
+
 struct GovernorCodec {
   using Value = std::string;
   absl::StatusOr<Value> Parse(absl::string_view t) const {
@@ -192,8 +225,9 @@ std::vector<Tunable> MakeTunables() {
       nullptr, [](auto& c) -> auto& { return c.hypervisor_override; }));
   rows.push_back(Row(
       "HALTPOOL_CALIBRATE", "calibrate",
-      "1 measures the block state's wake cost when the first pool starts (a "
-      "few milliseconds) and uses it for the block costs neither code nor "
+      "1 measures the block state's wake cost when the first pool starts "
+      "(about "
+      "20 ms) and uses it for the block costs neither code nor "
       "environment set; 0 keeps the profile's",
       BoolCodec{}, [](const PoolOptions& o) { return o.calibrate; },
       [](auto& c) -> auto& { return c.pool.calibrate; }));
@@ -292,6 +326,13 @@ std::vector<Tunable> MakeTunables() {
       EnumCodec<decltype(kPinModes), false>{&kPinModes, "pin mode"},
       [](const PoolOptions& o) { return o.pin; },
       [](auto& c) -> auto& { return c.pool.pin; }));
+  rows.push_back(Row(
+      "HALTPOOL_CPUS", "cpus",
+      "the CPUs the workers run on: all (the creating thread's affinity "
+      "mask) or a list within it; leave out a latency-critical thread's CPU "
+      "so that the kernel cannot wake a worker beside it",
+      CpuListCodec{}, [](const PoolOptions& o) { return o.cpus; },
+      [](auto& c) -> auto& { return c.pool.cpus; }));
   rows.push_back(Row(
       "HALTPOOL_IO", "io",
       "the I/O backend: auto (io_uring, else epoll where io_uring is missing "

@@ -1,11 +1,14 @@
 #include "runtime/value_parse.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 
 namespace haltpool {
@@ -128,6 +131,38 @@ absl::StatusOr<int64_t> ParseInteger(absl::string_view text, int64_t min,
   if (!v.ok()) return Wrap(v.status().message(), accepted);
   if (*v < min || *v > max) return Wrap("out of range", accepted);
   return *v;
+}
+
+absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text,
+                                              int max_cpu) {
+  const std::string accepted = absl::StrCat("CPU numbers from 0 to ", max_cpu,
+                                            " and ranges, such as 1 or 0-3,6");
+  if (text.empty()) return Wrap("empty", accepted);
+  std::vector<int> cpus;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    std::pair<absl::string_view, absl::string_view> range =
+        absl::StrSplit(item, absl::MaxSplits('-', 1));
+    if (range.second.empty() && item.size() != range.first.size()) {
+      return Wrap(absl::StrCat("'", item, "' is not a range"), accepted);
+    }
+    if (range.second.empty()) range.second = range.first;
+    absl::StatusOr<int64_t> low = ParseDigits(range.first);
+    absl::StatusOr<int64_t> high = ParseDigits(range.second);
+    if (!low.ok() || !high.ok()) {
+      return Wrap(absl::StrCat("'", item, "' is not a CPU or a range"),
+                  accepted);
+    }
+    if (*low > *high) {
+      return Wrap(absl::StrCat("'", item, "' runs backwards"), accepted);
+    }
+    if (*high > max_cpu) {
+      return Wrap(absl::StrCat("'", item, "' is out of range"), accepted);
+    }
+    for (int64_t c = *low; c <= *high; ++c) cpus.push_back(static_cast<int>(c));
+  }
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  return cpus;
 }
 
 absl::StatusOr<bool> ParseBool(absl::string_view text) {

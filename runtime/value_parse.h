@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -26,6 +27,12 @@ absl::StatusOr<int64_t> ParseInteger(absl::string_view text, int64_t min,
 
 // 1/0, true/false, yes/no, y/n (any case), as kernel boolean parameters.
 absl::StatusOr<bool> ParseBool(absl::string_view text);
+
+// A CPU list in the kernel's cpulist spelling ("1", "0-3,6"): CPU numbers
+// from 0 to max_cpu and ranges low-high, joined by commas. Ascending with no
+// duplicates on return. No spaces, no empty items.
+absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text,
+                                              int max_cpu);
 
 // The shortest exact spelling of a duration: 200000 -> "200us", 0 -> "0".
 std::string FormatDurationNs(int64_t ns);

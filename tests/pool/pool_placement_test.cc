@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "runtime/cpu_quota.h"
@@ -90,6 +91,47 @@ TEST(PoolPlacement, NoPinningLeavesTheMaskAlone) {
   for (const std::set<int>& s : AffinityOfEachWorker(**pool))
     EXPECT_EQ(s, allowed);
   for (const WorkerStats& w : (*pool)->Stats().workers) EXPECT_EQ(w.cpu, -1);
+}
+
+TEST(PoolPlacement, ACpuListConfinesEveryWorkerToIt) {
+  const std::set<int> allowed = MyCpus();
+  ASSERT_FALSE(allowed.empty());
+  const int last = *allowed.rbegin();
+  PoolOptions o;
+  o.cpus = std::vector<int>{last};
+  auto pool = ThreadPool::Create(o, MapEnvironment());
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  EXPECT_EQ((*pool)->size(), 1) << "one worker per listed CPU by default";
+  for (const std::set<int>& s : AffinityOfEachWorker(**pool)) {
+    EXPECT_EQ(s, std::set<int>{last});
+  }
+  EXPECT_NE((*pool)->placement_note().find(absl::StrCat("cpus ", last)),
+            std::string::npos)
+      << (*pool)->placement_note();
+  // With a pin mode, the workers are placed within the list.
+  o.pin = PinMode::kPu;
+  o.workers = 2;
+  pool = ThreadPool::Create(o, MapEnvironment());
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  for (const std::set<int>& s : AffinityOfEachWorker(**pool)) {
+    EXPECT_EQ(s, std::set<int>{last});
+  }
+}
+
+TEST(PoolPlacement, ACpuOutsideTheMaskIsRefusedNamingIt) {
+  const std::set<int> allowed = MyCpus();
+  int outside = 0;
+  while (allowed.count(outside)) ++outside;
+  const auto pool =
+      ThreadPool::Create({}, MapEnvironment(std::map<std::string, std::string>{
+                                 {"HALTPOOL_CPUS", absl::StrCat(outside)}}));
+  ASSERT_FALSE(pool.ok());
+  EXPECT_EQ(pool.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(pool.status().message(),
+            absl::StrCat("cpus (HALTPOOL_CPUS) = ", outside, ": CPU ", outside,
+                         " is not in the creating thread's affinity mask; "
+                         "accepted: all, or CPUs of ",
+                         FormatCpuList({allowed.begin(), allowed.end()})));
 }
 
 TEST(PoolPlacement, DefaultWorkerCountIsTheUsableCpus) {

@@ -54,6 +54,7 @@ const std::vector<std::string> kVariableNames = {
     "HALTPOOL_WORKERS",
     "HALTPOOL_MAX_POLLERS",
     "HALTPOOL_PIN",
+    "HALTPOOL_CPUS",
     "HALTPOOL_IO",
     "HALTPOOL_IO_ENTRIES",
     "HALTPOOL_IO_TASKRUN",
@@ -146,6 +147,7 @@ TEST(ConfigResolve, DefaultsWithAnEmptyEnvironment) {
   EXPECT_EQ(values["HALTPOOL_WORKERS"], "0");
   EXPECT_EQ(values["HALTPOOL_MAX_POLLERS"], "0");
   EXPECT_EQ(values["HALTPOOL_PIN"], "none");
+  EXPECT_EQ(values["HALTPOOL_CPUS"], "all");
   EXPECT_EQ(values["HALTPOOL_IO"], "auto");
   EXPECT_EQ(values["HALTPOOL_IO_ENTRIES"], "256");
   EXPECT_EQ(values["HALTPOOL_IO_TASKRUN"], "coop");
@@ -166,7 +168,11 @@ TEST(ConfigResolve, CodeOverridesShowSourceCode) {
   code.idle.wait = arch::WaitMechanism::kSpin;
   code.workers = 3;
   code.pin = PinMode::kCore;
+  code.cpus = std::vector<int>{1};
   const Config c = ResolveOk({}, code);
+  EXPECT_EQ(c.pool.cpus, std::vector<int>{1});
+  EXPECT_EQ(Source(c, "HALTPOOL_CPUS"), "code");
+  EXPECT_EQ(Var(c, "HALTPOOL_CPUS").value, "1");
   EXPECT_EQ(c.pool.workers, 3);
   EXPECT_EQ(Source(c, "HALTPOOL_WORKERS"), "code");
   EXPECT_EQ(Var(c, "HALTPOOL_WORKERS").value, "3");
@@ -231,6 +237,7 @@ TEST(ConfigResolve, EveryVariableIsApplied) {
                               {"HALTPOOL_WORKERS", "4096"},
                               {"HALTPOOL_MAX_POLLERS", "0"},
                               {"HALTPOOL_PIN", "pu"},
+                              {"HALTPOOL_CPUS", "2,0-1"},
                               {"HALTPOOL_IO", "epoll"},
                               {"HALTPOOL_IO_ENTRIES", "8"},
                               {"HALTPOOL_IO_TASKRUN", "defer"},
@@ -244,6 +251,8 @@ TEST(ConfigResolve, EveryVariableIsApplied) {
   EXPECT_EQ(c.pool.io_task_run, IoTaskRun::kDefer);
   EXPECT_TRUE(c.pool.print_stats);
   EXPECT_EQ(Var(c, "HALTPOOL_PIN").value, "pu");
+  EXPECT_EQ(c.pool.cpus, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(Var(c, "HALTPOOL_CPUS").value, "0-2");
   EXPECT_EQ(Var(c, "HALTPOOL_IO").value, "epoll");
   EXPECT_EQ(Var(c, "HALTPOOL_STATS").value, "1");
   EXPECT_EQ(c.hypervisor_override, arch::HostEnvironment::kKvmDedicated);
@@ -373,6 +382,8 @@ const char kDurations[] = "unit ns, us, ms or s";
 const char kGovernors[] = "haltpoll|predictive|poll|block|fixed";
 const char kWaits[] = "auto|spin|pause|umwait|tpause|mwaitx|yield|wfe|wfet";
 const char kBools[] = "1, 0, true, false, yes, no, y, n";
+const char kCpus[] =
+    "all, or CPUs from 0 to 8191 and ranges, such as 1 or 0-3,6";
 
 INSTANTIATE_TEST_SUITE_P(
     EveryClass, ConfigBadValue,
@@ -431,6 +442,10 @@ INSTANTIATE_TEST_SUITE_P(
             "HALTPOOL_MAX_POLLERS", "two", {"not a number", "from 0 to 4096"}},
         BadCase{"HALTPOOL_PIN", "cores", {"unknown pin mode", "none|core|pu"}},
         BadCase{"HALTPOOL_PIN", "", {"empty", "none|core|pu"}},
+        BadCase{"HALTPOOL_CPUS", "1-0", {"'1-0' runs backwards", kCpus}},
+        BadCase{"HALTPOOL_CPUS", "none", {"is not a CPU or a range", kCpus}},
+        BadCase{"HALTPOOL_CPUS", "0-9000", {"is out of range", kCpus}},
+        BadCase{"HALTPOOL_CPUS", "", {"empty", kCpus}},
         BadCase{"HALTPOOL_IO",
                 "io_uring",
                 {"unknown I/O backend", "auto|uring|epoll"}},
@@ -762,6 +777,7 @@ TEST(ConfigProfile, CodeValuesEqualToTheDefaultsStick) {
   code.workers = d.workers;
   code.max_pollers = d.max_pollers;
   code.pin = d.pin;
+  code.cpus = d.cpus;
   code.io = d.io;
   code.io_entries = d.io_entries;
   code.io_task_run = d.io_task_run;

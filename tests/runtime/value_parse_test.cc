@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -17,6 +18,7 @@ namespace haltpool {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr int64_t kMax = 1000000000;  // 1 s, the windows' limit.
@@ -200,6 +202,36 @@ TEST(FormatDuration, ParsesBackToTheSameValue) {
     const absl::StatusOr<int64_t> back = ParseDurationNs(text, 0, kMax);
     ASSERT_TRUE(back.ok()) << ns << " -> '" << text << "': " << back.status();
     EXPECT_EQ(*back, ns) << "'" << text << "'";
+  }
+}
+
+TEST(ParseCpuList, CpusAndRangesAscendingWithoutDuplicates) {
+  absl::StatusOr<std::vector<int>> v = ParseCpuList("1", 63);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_THAT(*v, ElementsAre(1));
+  v = ParseCpuList("6,0-3,2", 63);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_THAT(*v, ElementsAre(0, 1, 2, 3, 6));
+  v = ParseCpuList("63-63", 63);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_THAT(*v, ElementsAre(63));
+}
+
+TEST(ParseCpuList, RejectionsSayWhatIsWrongAndWhatIsAccepted) {
+  const std::string accepted =
+      "; accepted: CPU numbers from 0 to 63 and ranges, such as 1 or 0-3,6";
+  EXPECT_EQ(Error(ParseCpuList("", 63).status()), "empty" + accepted);
+  EXPECT_EQ(Error(ParseCpuList("3-1", 63).status()),
+            "'3-1' runs backwards" + accepted);
+  EXPECT_EQ(Error(ParseCpuList("0-64", 63).status()),
+            "'0-64' is out of range" + accepted);
+  EXPECT_EQ(Error(ParseCpuList("1-", 63).status()),
+            "'1-' is not a range" + accepted);
+  for (const char* bad : {"x", "-1", "1,,2", "1-2-3", " 1", "1.5"}) {
+    EXPECT_THAT(
+        Error(ParseCpuList(bad, 63).status()),
+        AllOf(HasSubstr("is not a CPU or a range"), HasSubstr(accepted)))
+        << bad;
   }
 }
 
