@@ -59,9 +59,7 @@ struct PoolOptions {
   // The CPUs the workers may run on, ascending OS CPU numbers; empty: every
   // CPU the creating thread may run on (its affinity mask). A list must lie
   // within that mask; with pin none, each worker may run on all of it, and
-  // the other pin modes place workers within it. Leaving a latency-critical
-  // thread's CPU out keeps the kernel from waking a worker beside it.
-  // HALTPOOL_CPUS.
+  // the other pin modes place workers within it. HALTPOOL_CPUS.
   std::optional<std::vector<int>> cpus;
   // The I/O backend of ThreadPool::Io(): auto (io_uring, else epoll when
   // io_uring is missing or refused), uring, epoll. HALTPOOL_IO.

@@ -329,8 +329,8 @@ std::vector<Tunable> MakeTunables() {
   rows.push_back(Row(
       "HALTPOOL_CPUS", "cpus",
       "the CPUs the workers run on: all (the creating thread's affinity "
-      "mask) or a list within it; leave out a latency-critical thread's CPU "
-      "so that the kernel cannot wake a worker beside it",
+      "mask) or a list within it, to keep them off CPUs that belong to "
+      "other work",
       CpuListCodec{}, [](const PoolOptions& o) { return o.cpus; },
       [](auto& c) -> auto& { return c.pool.cpus; }));
   rows.push_back(Row(
