@@ -72,4 +72,21 @@ err=$("$tradeoff" --point_ms=0 2>&1 >/dev/null)
 rc=$?
 [[ $rc -eq 2 ]] && grep -q "Illegal value '0' specified for flag 'point_ms'; accepted: a whole number from 1" <<<"$err" ||
   fail "bad --point_ms: exit $rc: $err"
+
+# --submitter_cpu: the first CPU this test may use runs; one outside the
+# mask and one out of range exit 2 naming the flag.
+cpu=$(awk '/^Cpus_allowed_list/ { split($2, a, "[-,]"); print a[1] }' /proc/self/status)
+out=$("$tradeoff" --point_ms=1 --min_samples=2 --max_samples=3 --modes=pool \
+  --gaps=0,50us --only="haltpool default (" --submitter_cpu="$cpu" 2>&1)
+rc=$?
+[[ $rc -eq 0 ]] && grep -q "^| haltpool default (.*) |" <<<"$out" ||
+  fail "--submitter_cpu=$cpu: exit $rc: $out"
+err=$("$tradeoff" --submitter_cpu=8191 --point_ms=1 2>&1 >/dev/null)
+rc=$?
+[[ $rc -eq 2 ]] && grep -q "^tradeoff: --submitter_cpu=8191: CPU 8191 is not one this process may run on$" <<<"$err" ||
+  fail "--submitter_cpu outside the mask: exit $rc: $err"
+err=$("$tradeoff" --submitter_cpu=-2 2>&1 >/dev/null)
+rc=$?
+[[ $rc -eq 2 ]] && grep -q "flag 'submitter_cpu'; accepted: a whole number from -1 to 8191" <<<"$err" ||
+  fail "bad --submitter_cpu: exit $rc: $err"
 echo PASS
