@@ -41,9 +41,9 @@ inline constexpr int64_t kCalibrationStallNs = 100000000;
 // Measures now, on two new threads pinned to the first two CPUs of the
 // caller's affinity mask (the caller's own affinity is untouched), so a
 // block state's wake crosses CPUs as a worker's does when a submitter on
-// another CPU wakes it; blocks the caller for the 20 ms or so it takes. The poll state is measured only with at least two CPUs (two
-// pollers on one CPU measure the scheduler's slice). Thread-safe;
-// allocates.
+// another CPU wakes it; blocks the caller for the 20 ms or so it takes. The
+// poll state is measured only with at least two CPUs (two pollers on one CPU
+// measure the scheduler's slice). Thread-safe; allocates.
 Calibration Calibrate();
 
 // Calibrate() the first time it is called in the process, the same result
