@@ -14,8 +14,6 @@
 // Usage: host_noise [--sleeps=50us,400us,1ms] [--samples=400] [--seconds=5]
 // Prints two Markdown tables; exits 2 on a bad flag.
 
-#include <pthread.h>
-#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +29,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "arch/cycle_clock.h"
+#include "arch/thread_affinity.h"
 #include "arch/timer_slack.h"
 #include "bench/command_line.h"
 
@@ -99,10 +98,8 @@ struct Stalls {
 
 Stalls WatchCpu(int cpu, int64_t seconds) {
   Stalls s;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  s.pinned = pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+  const int one[] = {cpu};
+  s.pinned = arch::SetThreadCpus(one).ok();
   int64_t prev = arch::MonotonicNowNs();
   const int64_t end = prev + seconds * 1000000000;
   while (prev < end) {

@@ -1,7 +1,6 @@
 #include "bench/io_listeners.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -15,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "arch/cycle_clock.h"
+#include "arch/thread_affinity.h"
 #include "runtime/pool_io.h"
 #include "runtime/thread_pool.h"
 
@@ -203,11 +203,9 @@ std::unique_ptr<Listener> MakeThreadListener(bool epoll, int cpu) {
 
 void PinThisThread(int cpu) {
   if (cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
-    absl::FPrintF(stderr, "io_wake: cannot pin a thread to CPU %d\n", cpu);
+  const int one[] = {cpu};
+  if (const absl::Status s = arch::SetThreadCpus(one); !s.ok()) {
+    absl::FPrintF(stderr, "io_wake: %s\n", s.message());
   }
 }
 

@@ -55,7 +55,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -81,6 +80,7 @@
 #include "absl/time/time.h"
 #include "arch/cpu_wait.h"
 #include "arch/cycle_clock.h"
+#include "arch/thread_affinity.h"
 #include "arch/timer_slack.h"
 #include "bench/command_line.h"
 #include "bench/io_listeners.h"
@@ -232,18 +232,6 @@ int64_t CpuClockNs(clockid_t clock) {
 timespec ToTimespec(int64_t ns) {
   return timespec{static_cast<time_t>(ns / 1000000000),
                   static_cast<long>(ns % 1000000000)};
-}
-
-// The CPUs this process may run on, in order.
-std::vector<int> AllowedCpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  }
-  return cpus;
 }
 
 [[noreturn]] void Die(const std::string& what) {
@@ -697,7 +685,7 @@ int Main(int argc, char** argv) {
   }
   run.backoff = absl::GetFlag(FLAGS_backoff);
   run.pin = absl::GetFlag(FLAGS_pin);
-  run.cpus = AllowedCpus();
+  run.cpus = arch::ThreadCpus();
   std::vector<ContenderSpec> specs;
   const std::vector<std::string> chosen = absl::GetFlag(FLAGS_contenders).names;
   for (const ContenderSpec& c : AllContenders()) {

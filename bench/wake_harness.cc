@@ -1,7 +1,5 @@
 #include "bench/wake_harness.h"
 
-#include <pthread.h>
-#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -16,6 +14,7 @@
 #include "absl/time/time.h"
 #include "arch/cpu_wait.h"
 #include "arch/cycle_clock.h"
+#include "arch/thread_affinity.h"
 #include "arch/timer_slack.h"
 
 namespace haltpool::bench {
@@ -270,42 +269,10 @@ void Probe::operator()() const noexcept {
   Report(*done);
 }
 
-namespace {
-
-// Runs the calling thread on one CPU until destroyed, then gives it its
-// affinity mask back; a CPU of -1 changes nothing.
-class ScopedCpu {
- public:
-  explicit ScopedCpu(int cpu) {
-    if (cpu < 0 || cpu >= CPU_SETSIZE) return;
-    if (pthread_getaffinity_np(pthread_self(), sizeof saved_, &saved_) != 0) {
-      return;
-    }
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    pinned_ = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
-  }
-  ~ScopedCpu() {
-    if (pinned_) pthread_setaffinity_np(pthread_self(), sizeof saved_, &saved_);
-  }
-  ScopedCpu(const ScopedCpu&) = delete;
-  ScopedCpu& operator=(const ScopedCpu&) = delete;
-
- private:
-  cpu_set_t saved_;
-  bool pinned_ = false;
-};
-
-}  // namespace
-
 std::string CheckSubmitterCpu(int cpu) {
   if (cpu == -1) return "";
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  if (cpu < 0 || cpu >= CPU_SETSIZE ||
-      pthread_getaffinity_np(pthread_self(), sizeof mask, &mask) != 0 ||
-      !CPU_ISSET(cpu, &mask)) {
+  const std::vector<int> allowed = arch::ThreadCpus();
+  if (!std::binary_search(allowed.begin(), allowed.end(), cpu)) {
     return absl::StrCat("CPU ", cpu, " is not one this process may run on");
   }
   return "";
@@ -313,7 +280,7 @@ std::string CheckSubmitterCpu(int cpu) {
 
 WakePoint MeasurePool(const SubmitFn& submit, int64_t gap_ns, int samples,
                       const Pacing& pacing) {
-  const ScopedCpu on_cpu(pacing.submitter_cpu);
+  const arch::ScopedThreadCpu on_cpu(pacing.submitter_cpu);
   TightenTimerSlack();
   const int total = samples + kWarmupWakes;
   std::vector<int64_t> latencies(static_cast<size_t>(total));

@@ -16,6 +16,7 @@ set(HALTPOOL_SOURCES
   arch/proc_stat.cc
   arch/s390_sysinfo.cc
   arch/system_files.cc
+  arch/thread_affinity.cc
   arch/timer_slack.cc
   arch/wait_mechanism.cc
   arch/zero_pages.cc
@@ -79,6 +80,7 @@ set(HALTPOOL_HEADERS
   arch/s390x/cpu_wait.h
   arch/spin_loop.h
   arch/system_files.h
+  arch/thread_affinity.h
   arch/timer_slack.h
   arch/wait_mechanism.h
   arch/x86_64/cpu_wait.h
@@ -159,6 +161,7 @@ set(HALTPOOL_TESTS
   tests/arch/hypervisor_test.cc
   tests/arch/proc_stat_test.cc
   tests/arch/system_files_test.cc
+  tests/arch/thread_affinity_test.cc
   tests/arch/timer_slack_test.cc
   tests/arch/wait_mechanism_test.cc
   tests/arch/zero_pages_test.cc

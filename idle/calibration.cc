@@ -1,8 +1,5 @@
 #include "idle/calibration.h"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -13,28 +10,23 @@
 #include "arch/cpu_wait.h"
 #include "arch/cycle_clock.h"
 #include "arch/futex.h"
+#include "arch/thread_affinity.h"
 
 namespace haltpool::idle {
 namespace {
 
 // The first two CPUs of the caller's affinity mask; fewer if it has fewer.
 std::vector<int> TwoCpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE && cpus.size() < 2; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
+  std::vector<int> cpus = arch::ThreadCpus();
+  if (cpus.size() > 2) cpus.resize(2);
   return cpus;
 }
 
 // Pins the calling thread to `cpu`; a refusal leaves it unpinned (the
 // measurement is then of wherever the scheduler puts it).
 void PinTo(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  const int one[] = {cpu};
+  (void)arch::SetThreadCpus(one);
 }
 
 // One side of a ping-pong: a word the other side flips and this side

@@ -1,8 +1,5 @@
 #include "runtime/cpu_quota.h"
 
-#include <errno.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -14,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "arch/thread_affinity.h"
 #include "runtime/value_parse.h"
 
 namespace haltpool {
@@ -211,7 +209,7 @@ std::string CpusWord(int64_t n) {
 
 std::string DescribeMask(const std::vector<int>& cpus) {
   if (cpus.empty()) return "affinity mask empty (counted as 1 CPU)";
-  return absl::StrCat("affinity mask ", FormatCpuList(cpus));
+  return absl::StrCat("affinity mask ", arch::FormatCpuList(cpus));
 }
 
 }  // namespace
@@ -263,45 +261,8 @@ absl::StatusOr<CpuQuota> LoadCpuQuota(const CpuQuotaInput& input,
 }
 
 absl::StatusOr<CpuQuota> ProcessCpuQuota() {
-  return LoadCpuQuota(CpuQuotaInput{AffinityCpus()}, arch::RealSystemFiles());
-}
-
-std::vector<int> AffinityCpus() {
-  std::vector<int> cpus;
-  // Start at glibc's fixed cpu_set_t size (1024 CPUs) and double while the
-  // kernel says the mask is too small for its nr_cpu_ids (EINVAL).
-  for (int ncpus = CPU_SETSIZE; ncpus <= (1 << 22); ncpus *= 2) {
-    cpu_set_t* set = CPU_ALLOC(ncpus);
-    if (set == nullptr) return cpus;
-    const size_t size = CPU_ALLOC_SIZE(ncpus);
-    CPU_ZERO_S(size, set);
-    if (sched_getaffinity(0, size, set) == 0) {
-      for (int cpu = 0; cpu < ncpus; ++cpu) {
-        if (CPU_ISSET_S(cpu, size, set)) cpus.push_back(cpu);
-      }
-      CPU_FREE(set);
-      return cpus;
-    }
-    const int err = errno;
-    CPU_FREE(set);
-    if (err != EINVAL) return cpus;
-  }
-  return cpus;
-}
-
-std::string FormatCpuList(std::vector<int> cpus) {
-  std::sort(cpus.begin(), cpus.end());
-  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
-  std::string out;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    absl::StrAppend(&out, cpus[i]);
-    if (j > i) absl::StrAppend(&out, "-", cpus[j]);
-    i = j + 1;
-  }
-  return out;
+  return LoadCpuQuota(CpuQuotaInput{arch::ThreadCpus()},
+                      arch::RealSystemFiles());
 }
 
 }  // namespace haltpool

@@ -25,7 +25,7 @@ namespace haltpool {
 // so tests can inject a mask.
 struct CpuQuotaInput {
   // The OS indices of the CPUs in the affinity mask (sched_getaffinity), as
-  // AffinityCpus() returns them. Duplicates count once.
+  // arch::ThreadCpus() returns them. Duplicates count once.
   std::vector<int> allowed_cpus;
 };
 
@@ -75,19 +75,8 @@ inline constexpr char kCgroupRoot[] = "/sys/fs/cgroup";
 absl::StatusOr<CpuQuota> LoadCpuQuota(const CpuQuotaInput& input,
                                       const arch::SystemFiles& files);
 
-// LoadCpuQuota({AffinityCpus()}, arch::RealSystemFiles()).
+// LoadCpuQuota({arch::ThreadCpus()}, arch::RealSystemFiles()).
 absl::StatusOr<CpuQuota> ProcessCpuQuota();
-
-// The calling thread's affinity mask (sched_getaffinity), as ascending OS CPU
-// indices. Works with any number of CPUs (the mask grows until the kernel
-// accepts it). Empty only if the kernel refuses, which Linux does not for
-// the calling thread.
-std::vector<int> AffinityCpus();
-
-// The kernel's cpulist spelling of a set of CPUs (as in
-// /sys/devices/system/cpu/online): ascending, ranges joined, "0-3,8,10-11".
-// Duplicates and order in `cpus` do not matter; empty gives "".
-std::string FormatCpuList(std::vector<int> cpus);
 
 }  // namespace haltpool
 

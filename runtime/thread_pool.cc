@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "arch/cycle_clock.h"
+#include "arch/thread_affinity.h"
 #include "arch/timer_slack.h"
 #include "idle/calibration.h"
 #include "idle/parker.h"
@@ -108,13 +109,14 @@ absl::Status ThreadPool::Start() {
   absl::StatusOr<CpuQuota> quota = ProcessCpuQuota();
   if (!quota.ok()) return quota.status();
   // The CPUs the workers run on: this thread's mask, or a list within it.
-  std::vector<int> cpus = AffinityCpus();
+  std::vector<int> cpus = arch::ThreadCpus();
   for (int cpu : options_.cpus) {
     if (!std::binary_search(cpus.begin(), cpus.end(), cpu)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "cpus (HALTPOOL_CPUS) = ", FormatCpuList(options_.cpus), ": CPU ",
-          cpu, " is not in the creating thread's affinity mask; accepted: ",
-          "all, or CPUs of ", FormatCpuList(cpus)));
+          "cpus (HALTPOOL_CPUS) = ", arch::FormatCpuList(options_.cpus),
+          ": CPU ", cpu,
+          " is not in the creating thread's affinity mask; accepted: ",
+          "all, or CPUs of ", arch::FormatCpuList(cpus)));
     }
   }
   if (!options_.cpus.empty()) cpus = options_.cpus;
@@ -130,7 +132,7 @@ absl::Status ThreadPool::Start() {
   placement_note_ = absl::StrCat(
       n, " workers (", quota->explanation, "); ", topology.note, "; pin ",
       PinModeName(options_.pin), "; cpus ",
-      options_.cpus.empty() ? "all" : FormatCpuList(options_.cpus));
+      options_.cpus.empty() ? "all" : arch::FormatCpuList(options_.cpus));
   for (int i = 0; i < n; ++i) {
     auto w = std::make_unique<Worker>(i, placements[i]);
     absl::StatusOr<idle::Parker> parker =

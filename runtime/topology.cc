@@ -1,8 +1,6 @@
 #include "runtime/topology.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 
 #include <algorithm>
@@ -15,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "runtime/cpu_quota.h"
+#include "arch/thread_affinity.h"
 
 // HALTPOOL_WITHOUT_HWLOC builds without hwloc (the cross-test tool defines it:
 // Debian's static hwloc needs libudev, which has no static build). Then
@@ -170,9 +168,9 @@ absl::StatusOr<Topology> LoadHwlocTopology(const std::vector<int>& allowed) {
         cpu < 0 ? nullptr
                 : hwloc_get_pu_obj_by_os_index(t, static_cast<unsigned>(cpu));
     if (pu == nullptr) {
-      return absl::NotFoundError(absl::StrCat("hwloc's topology has no CPU ",
-                                              cpu, " (allowed CPUs ",
-                                              FormatCpuList(wanted), ")"));
+      return absl::NotFoundError(
+          absl::StrCat("hwloc's topology has no CPU ", cpu, " (allowed CPUs ",
+                       arch::FormatCpuList(wanted), ")"));
     }
     hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_CORE, pu);
     hwloc_obj_t package =
@@ -197,13 +195,14 @@ absl::StatusOr<Topology> LoadHwlocTopology(const std::vector<int>& allowed) {
   hwloc_obj_t root = hwloc_get_root_obj(t);
   const char* version = hwloc_obj_get_info_by_name(root, "hwlocVersion");
   const char* backend = hwloc_obj_get_info_by_name(root, "Backend");
-  topology.note = absl::StrCat(
-      "hwloc ", version != nullptr ? version : "?", " (",
-      backend != nullptr ? backend : "?",
-      "): ", Plural(wanted.size(), "allowed CPU", "allowed CPUs"), " (",
-      FormatCpuList(wanted), ") on ", Plural(cores.size(), "core", "cores"),
-      ", ", Plural(packages.size(), "package", "packages"), ", ",
-      Plural(nodes.size(), "NUMA node", "NUMA nodes"));
+  topology.note =
+      absl::StrCat("hwloc ", version != nullptr ? version : "?", " (",
+                   backend != nullptr ? backend : "?",
+                   "): ", Plural(wanted.size(), "allowed CPU", "allowed CPUs"),
+                   " (", arch::FormatCpuList(wanted), ") on ",
+                   Plural(cores.size(), "core", "cores"), ", ",
+                   Plural(packages.size(), "package", "packages"), ", ",
+                   Plural(nodes.size(), "NUMA node", "NUMA nodes"));
   return topology;
 #endif  // HALTPOOL_WITHOUT_HWLOC
 }
@@ -217,10 +216,11 @@ Topology FallbackTopology(const std::vector<int>& allowed,
     topology.cpus.push_back(
         CpuInfo{.os_index = cpu, .core = cpu, .package = 0, .numa_node = 0});
   }
-  topology.note = absl::StrCat(
-      "hwloc not used (", why, "): assuming each of ",
-      Plural(cpus.size(), "allowed CPU", "allowed CPUs"), " (",
-      FormatCpuList(cpus), ") is its own core, in package 0, NUMA node 0");
+  topology.note =
+      absl::StrCat("hwloc not used (", why, "): assuming each of ",
+                   Plural(cpus.size(), "allowed CPU", "allowed CPUs"), " (",
+                   arch::FormatCpuList(cpus),
+                   ") is its own core, in package 0, NUMA node 0");
   return topology;
 }
 
@@ -293,35 +293,15 @@ absl::Status ApplyPlacement(const WorkerPlacement& placement) {
   if (!placement.os_cpu.has_value() && !placement.confined) {
     return absl::OkStatus();
   }
-  const std::string list = FormatCpuList(placement.cpu_set);
   if (placement.cpu_set.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("worker ", placement.worker,
                      ": pinned placement with an empty CPU set"));
   }
-  const int max_cpu =
-      *std::max_element(placement.cpu_set.begin(), placement.cpu_set.end());
-  const int min_cpu =
-      *std::min_element(placement.cpu_set.begin(), placement.cpu_set.end());
-  if (min_cpu < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "worker ", placement.worker, ": negative CPU in set ", list));
-  }
-  cpu_set_t* set = CPU_ALLOC(max_cpu + 1);
-  if (set == nullptr) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("allocating a CPU set for ", list));
-  }
-  const size_t size = CPU_ALLOC_SIZE(max_cpu + 1);
-  CPU_ZERO_S(size, set);
-  for (int cpu : placement.cpu_set) CPU_SET_S(cpu, size, set);
-  // pthread_setaffinity_np returns the error number instead of setting errno.
-  const int err = pthread_setaffinity_np(pthread_self(), size, set);
-  CPU_FREE(set);
-  if (err != 0) {
-    return absl::ErrnoToStatus(
-        err, absl::StrCat("worker ", placement.worker,
-                          ": pinning its thread to CPUs ", list));
+  const absl::Status pinned = arch::SetThreadCpus(placement.cpu_set);
+  if (!pinned.ok()) {
+    return absl::Status(pinned.code(), absl::StrCat("worker ", placement.worker,
+                                                    ": ", pinned.message()));
   }
   return absl::OkStatus();
 }

@@ -7,8 +7,8 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "arch/cpu_wait.h"
+#include "arch/thread_affinity.h"
 #include "idle/governor_registry.h"
-#include "runtime/cpu_quota.h"
 #include "runtime/value_parse.h"
 
 namespace haltpool {
@@ -130,7 +130,7 @@ struct CpuListCodec {
     return absl::OkStatus();
   }
   std::string Format(const Value& v) const {
-    return v.empty() ? std::string("all") : FormatCpuList(v);
+    return v.empty() ? std::string("all") : arch::FormatCpuList(v);
   }
   std::string Accepted() const {
     return absl::StrCat("all, or CPUs from 0 to ", kMaxCpu,

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "arch/thread_affinity.h"
 #include "gtest/gtest.h"
 #include "runtime/cpu_quota.h"
 #include "runtime/thread_pool.h"
@@ -127,11 +128,12 @@ TEST(PoolPlacement, ACpuOutsideTheMaskIsRefusedNamingIt) {
                                  {"HALTPOOL_CPUS", absl::StrCat(outside)}}));
   ASSERT_FALSE(pool.ok());
   EXPECT_EQ(pool.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(pool.status().message(),
-            absl::StrCat("cpus (HALTPOOL_CPUS) = ", outside, ": CPU ", outside,
-                         " is not in the creating thread's affinity mask; "
-                         "accepted: all, or CPUs of ",
-                         FormatCpuList({allowed.begin(), allowed.end()})));
+  EXPECT_EQ(
+      pool.status().message(),
+      absl::StrCat("cpus (HALTPOOL_CPUS) = ", outside, ": CPU ", outside,
+                   " is not in the creating thread's affinity mask; "
+                   "accepted: all, or CPUs of ",
+                   arch::FormatCpuList({allowed.begin(), allowed.end()})));
 }
 
 TEST(PoolPlacement, DefaultWorkerCountIsTheUsableCpus) {

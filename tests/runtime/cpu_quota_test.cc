@@ -5,8 +5,6 @@
 
 #include "runtime/cpu_quota.h"
 
-#include <sched.h>
-
 #include <iostream>
 #include <string>
 #include <tuple>
@@ -17,6 +15,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "arch/system_files.h"
+#include "arch/thread_affinity.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -270,21 +269,8 @@ TEST(CpuQuotaMask, DuplicatesCountOnce) {
   EXPECT_EQ(q.explanation, "2 CPUs: affinity mask 1,3, no cgroup quota");
 }
 
-TEST(FormatCpuList, KernelCpulistSpelling) {
-  EXPECT_EQ(FormatCpuList({}), "");
-  EXPECT_EQ(FormatCpuList({0}), "0");
-  EXPECT_EQ(FormatCpuList({1, 0}), "0-1");
-  EXPECT_EQ(FormatCpuList({11, 3, 0, 1, 2, 8, 10, 11}), "0-3,8,10-11");
-}
-
-TEST(CpuQuotaReal, AffinityMatchesTheKernelAndQuotaLoads) {
-  const std::vector<int> cpus = AffinityCpus();
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
-  EXPECT_EQ(static_cast<int>(cpus.size()), CPU_COUNT(&set));
-  for (int cpu : cpus) EXPECT_TRUE(CPU_ISSET(cpu, &set)) << cpu;
-
+TEST(CpuQuotaReal, QuotaLoadsWithinTheAffinityMask) {
+  const std::vector<int> cpus = arch::ThreadCpus();
   absl::StatusOr<CpuQuota> q = ProcessCpuQuota();
   ASSERT_TRUE(q.ok()) << q.status();
   EXPECT_GE(q->usable_cpus, 1);

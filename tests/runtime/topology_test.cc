@@ -17,9 +17,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "arch/thread_affinity.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/cpu_quota.h"
 
 namespace haltpool {
 namespace {
@@ -254,7 +254,7 @@ TEST(FallbackTopologyTest, SaysHwlocWasNotUsedAndWhy) {
 
 TEST(LoadTopologyTest, HwlocOnThisMachine) {
   if (!kBuiltWithHwloc) GTEST_SKIP() << kNoHwlocReason;
-  const std::vector<int> allowed = AffinityCpus();
+  const std::vector<int> allowed = arch::ThreadCpus();
   ASSERT_FALSE(allowed.empty());
   const Topology t = LoadTopology(allowed);
   std::cout << "this machine: " << t.note << "\n";
@@ -280,7 +280,7 @@ TEST(LoadTopologyTest, HwlocOnThisMachine) {
 
 TEST(LoadTopologyTest, NarrowerAllowedSetKeepsOnlyThoseCpus) {
   if (!kBuiltWithHwloc) GTEST_SKIP() << kNoHwlocReason;
-  const std::vector<int> allowed = AffinityCpus();
+  const std::vector<int> allowed = arch::ThreadCpus();
   ASSERT_FALSE(allowed.empty());
   absl::StatusOr<Topology> t = LoadHwlocTopology({allowed.back()});
   ASSERT_TRUE(t.ok()) << t.status();
@@ -338,7 +338,7 @@ TEST(LoadTopologyTest, BuildWithoutHwlocFallsBackAndSaysSo) {
   const absl::StatusOr<Topology> direct = LoadHwlocTopology({0});
   EXPECT_EQ(direct.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(direct.status().message(), HasSubstr("no hwloc in this build"));
-  const std::vector<int> allowed = AffinityCpus();
+  const std::vector<int> allowed = arch::ThreadCpus();
   ASSERT_FALSE(allowed.empty());
   const Topology t = LoadTopology(allowed);
   EXPECT_FALSE(t.from_hwloc);
@@ -351,10 +351,10 @@ TEST(LoadTopologyTest, BuildWithoutHwlocFallsBackAndSaysSo) {
 }
 
 TEST(ApplyPlacementTest, PuPlacementPinsTheThreadToExactlyThatCpu) {
-  const std::vector<int> allowed = AffinityCpus();
+  const std::vector<int> allowed = arch::ThreadCpus();
   if (std::find(allowed.begin(), allowed.end(), 0) == allowed.end()) {
     GTEST_SKIP() << "CPU 0 is not in the affinity mask ("
-                 << FormatCpuList(allowed) << ")";
+                 << arch::FormatCpuList(allowed) << ")";
   }
   const std::vector<WorkerPlacement> plan =
       PlanPlacement(FallbackTopology({0}, "test"), 1, PinMode::kPu);
@@ -377,7 +377,7 @@ TEST(ApplyPlacementTest, PuPlacementPinsTheThreadToExactlyThatCpu) {
 }
 
 TEST(ApplyPlacementTest, CorePlacementOnThisMachine) {
-  const Topology t = LoadTopology(AffinityCpus());
+  const Topology t = LoadTopology(arch::ThreadCpus());
   const int workers = static_cast<int>(t.cpus.size());
   for (const WorkerPlacement& p : PlanPlacement(t, workers, PinMode::kCore)) {
     absl::Status status;
@@ -393,7 +393,7 @@ TEST(ApplyPlacementTest, CorePlacementOnThisMachine) {
 }
 
 TEST(ApplyPlacementTest, NoneLeavesTheMaskAlone) {
-  const std::vector<int> allowed = AffinityCpus();
+  const std::vector<int> allowed = arch::ThreadCpus();
   const std::vector<WorkerPlacement> plan =
       PlanPlacement(FallbackTopology({0}, "test"), 1, PinMode::kNone);
   std::vector<int> after;

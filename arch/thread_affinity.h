@@ -1,0 +1,57 @@
+// The calling thread's CPU affinity: which CPUs it may run on, and keeping
+// it on some of them. The tree's one caller of sched_getaffinity and
+// pthread_setaffinity_np; the pool's worker placement, the calibration and
+// the benchmarks go through it.
+
+#ifndef HALTPOOL_ARCH_THREAD_AFFINITY_H_
+#define HALTPOOL_ARCH_THREAD_AFFINITY_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+
+namespace haltpool::arch {
+
+// The calling thread's affinity mask (sched_getaffinity), as ascending CPU
+// numbers. Works with any number of CPUs: the mask grows until the kernel
+// accepts it. Empty only if the kernel refuses, which Linux does not for
+// the calling thread. A system call; not for hot paths.
+std::vector<int> ThreadCpus();
+
+// The kernel's cpulist spelling of a set of CPUs (as in
+// /sys/devices/system/cpu/online): ascending, ranges joined, "0-3,8,10-11".
+// Duplicates and order in `cpus` do not matter; empty gives "".
+std::string FormatCpuList(std::vector<int> cpus);
+
+// Lets the calling thread run only on `cpus` (pthread_setaffinity_np), in
+// any order. Fails, changing nothing, with InvalidArgument for an empty
+// list or a negative CPU, and with the errno's status when the kernel
+// refuses (e.g. no CPU of the list is in the cgroup's cpuset). A system
+// call; not for hot paths.
+absl::Status SetThreadCpus(absl::Span<const int> cpus);
+
+// Keeps the calling thread on one CPU for the object's lifetime, then gives
+// it back the mask it had. A negative `cpu` leaves the thread alone, so a
+// caller can hold one whether or not it was asked to pin. Construct and
+// destroy it on the same thread.
+class ScopedThreadCpu {
+ public:
+  explicit ScopedThreadCpu(int cpu);
+  ~ScopedThreadCpu();
+  ScopedThreadCpu(const ScopedThreadCpu&) = delete;
+  ScopedThreadCpu& operator=(const ScopedThreadCpu&) = delete;
+
+  // OK if the thread is on the CPU asked for, or none was asked for; else
+  // why not.
+  const absl::Status& status() const { return status_; }
+
+ private:
+  std::vector<int> saved_;  // The mask to give back; empty: nothing to undo.
+  absl::Status status_;
+};
+
+}  // namespace haltpool::arch
+
+#endif  // HALTPOOL_ARCH_THREAD_AFFINITY_H_
