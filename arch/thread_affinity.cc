@@ -32,7 +32,7 @@ std::vector<int> ThreadCpus() {
   std::vector<int> cpus;
   // Start at glibc's fixed cpu_set_t size (1024 CPUs) and double while the
   // kernel says the mask is too small for its nr_cpu_ids (EINVAL).
-  for (int ncpus = CPU_SETSIZE; ncpus <= (1 << 22); ncpus *= 2) {
+  for (int ncpus = CPU_SETSIZE; ncpus <= kMaxCpuNumber + 1; ncpus *= 2) {
     cpu_set_t* set = CPU_ALLOC(ncpus);
     if (set == nullptr) return cpus;
     const size_t size = CPU_ALLOC_SIZE(ncpus);
@@ -57,12 +57,13 @@ absl::Status SetThreadCpus(absl::Span<const int> cpus) {
     return absl::InvalidArgumentError(
         "pinning a thread to no CPU: accepted: one CPU number or more");
   }
-  if (*std::min_element(cpus.begin(), cpus.end()) < 0) {
+  const int max_cpu = *std::max_element(cpus.begin(), cpus.end());
+  if (*std::min_element(cpus.begin(), cpus.end()) < 0 ||
+      max_cpu > kMaxCpuNumber) {
     return absl::InvalidArgumentError(
         absl::StrCat("pinning a thread to CPUs ", list,
-                     ": accepted: CPU numbers of 0 or more"));
+                     ": accepted: CPU numbers from 0 to ", kMaxCpuNumber));
   }
-  const int max_cpu = *std::max_element(cpus.begin(), cpus.end());
   cpu_set_t* set = CPU_ALLOC(max_cpu + 1);
   if (set == nullptr) {
     return absl::ResourceExhaustedError(
@@ -84,6 +85,12 @@ absl::Status SetThreadCpus(absl::Span<const int> cpus) {
 ScopedThreadCpu::ScopedThreadCpu(int cpu) {
   if (cpu < 0) return;
   std::vector<int> saved = ThreadCpus();
+  if (saved.empty()) {
+    status_ = absl::FailedPreconditionError(absl::StrCat(
+        "pinning a thread to CPU ", cpu,
+        ": its affinity mask cannot be read, so it could not be given back"));
+    return;
+  }
   const int one[] = {cpu};
   status_ = SetThreadCpus(one);
   if (status_.ok()) saved_ = std::move(saved);

@@ -1,7 +1,7 @@
 // The calling thread's CPU affinity: which CPUs it may run on, and keeping
-// it on some of them. The tree's one caller of sched_getaffinity and
-// pthread_setaffinity_np; the pool's worker placement, the calibration and
-// the benchmarks go through it.
+// it on some of them. The library's and the benchmarks' one caller of
+// sched_getaffinity and pthread_setaffinity_np: the pool's worker
+// placement, the calibration and the benchmarks go through it.
 
 #ifndef HALTPOOL_ARCH_THREAD_AFFINITY_H_
 #define HALTPOOL_ARCH_THREAD_AFFINITY_H_
@@ -25,17 +25,27 @@ std::vector<int> ThreadCpus();
 // Duplicates and order in `cpus` do not matter; empty gives "".
 std::string FormatCpuList(std::vector<int> cpus);
 
+// The highest CPU number SetThreadCpus accepts (as ThreadCpus reads at
+// most): Linux's NR_CPUS is at most 8192, so this leaves room to spare.
+inline constexpr int kMaxCpuNumber = (1 << 22) - 1;
+
 // Lets the calling thread run only on `cpus` (pthread_setaffinity_np), in
 // any order. Fails, changing nothing, with InvalidArgument for an empty
-// list or a negative CPU, and with the errno's status when the kernel
-// refuses (e.g. no CPU of the list is in the cgroup's cpuset). A system
-// call; not for hot paths.
+// list or a CPU outside 0..kMaxCpuNumber, with ResourceExhausted if the
+// mask cannot be allocated, and with the errno's status when the kernel
+// refuses (e.g. no CPU of the list is in the cgroup's cpuset). As
+// sched_setaffinity, the kernel keeps only the listed CPUs it has and
+// allows, so OK means at least one of them. Any thread, for itself; a
+// system call and an allocation, not for hot paths.
 absl::Status SetThreadCpus(absl::Span<const int> cpus);
 
 // Keeps the calling thread on one CPU for the object's lifetime, then gives
-// it back the mask it had. A negative `cpu` leaves the thread alone, so a
-// caller can hold one whether or not it was asked to pin. Construct and
-// destroy it on the same thread.
+// it back the mask it had (a failure to give it back is ignored: the
+// kernel refuses only a mask it had accepted before if the cgroup changed
+// meanwhile). A negative `cpu` leaves the thread alone, so a caller can
+// hold one whether or not it was asked to pin; if the mask to give back
+// cannot be read, it does not pin. Construct and destroy it on the same
+// thread. Two or three system calls; not for hot paths.
 class ScopedThreadCpu {
  public:
   explicit ScopedThreadCpu(int cpu);
@@ -43,8 +53,8 @@ class ScopedThreadCpu {
   ScopedThreadCpu(const ScopedThreadCpu&) = delete;
   ScopedThreadCpu& operator=(const ScopedThreadCpu&) = delete;
 
-  // OK if the thread is on the CPU asked for, or none was asked for; else
-  // why not.
+  // OK if the thread's affinity was set to the CPU asked for, or none was
+  // asked for; else why not (the thread then runs where it did).
   const absl::Status& status() const { return status_; }
 
  private:

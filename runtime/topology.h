@@ -3,8 +3,8 @@
 // and a placement plan that pins workers to cores or to single logical CPUs.
 //
 // Only the CPUs the process may use are considered (the affinity mask; see
-// cpu_quota.h). Loading is setup work; planning is pure and deterministic;
-// applying a placement is one syscall on the calling thread.
+// arch/thread_affinity.h). Loading is setup work; planning is pure and
+// deterministic; applying a placement is one syscall on the calling thread.
 
 #ifndef HALTPOOL_RUNTIME_TOPOLOGY_H_
 #define HALTPOOL_RUNTIME_TOPOLOGY_H_
@@ -104,12 +104,12 @@ struct WorkerPlacement {
 std::vector<WorkerPlacement> PlanPlacement(const Topology& topology,
                                            int workers, PinMode mode);
 
-// Pins the calling thread to placement.cpu_set (sched_setaffinity on the
-// thread) if placement.os_cpu is set or the placement is confined; does
-// nothing for any other unpinned (kNone) placement. Fails with an error naming
-// the CPU set and the errno text, e.g. when no CPU of the set is in the
-// process's cgroup cpuset. Call it on the worker thread itself, before it runs
-// tasks.
+// Pins the calling thread to placement.cpu_set (arch::SetThreadCpus) if
+// placement.os_cpu is set or the placement is confined; does nothing for
+// any other unpinned (kNone) placement. Fails with an error naming the
+// worker and the CPU set, with the errno text when the kernel refused (e.g.
+// no CPU of the set is in the process's cgroup cpuset). Call it on the
+// worker thread itself, before it runs tasks.
 absl::Status ApplyPlacement(const WorkerPlacement& placement);
 
 }  // namespace haltpool

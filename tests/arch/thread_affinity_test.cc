@@ -15,8 +15,9 @@
 namespace haltpool::arch {
 namespace {
 
-// A CPU number no machine this runs on has, for the kernel to refuse.
-constexpr int kNoSuchCpu = 1 << 20;
+// A CPU number no machine this runs on has, for the kernel to refuse (as
+// tests/runtime/topology_test.cc uses).
+constexpr int kNoSuchCpu = 4000;
 
 TEST(FormatCpuList, KernelCpulistSpelling) {
   EXPECT_EQ(FormatCpuList({}), "");
@@ -38,6 +39,9 @@ TEST(ThreadAffinity, ReadsTheKernelsMaskInOrder) {
 
 TEST(ThreadAffinity, PinsTheCallingThreadOnly) {
   const std::vector<int> before = ThreadCpus();
+  if (before.size() < 2) {
+    GTEST_SKIP() << "one CPU allowed: pinning to it changes nothing to see";
+  }
   const int last = before.back();
   std::thread t([&] {
     const int one[] = {last};
@@ -60,14 +64,22 @@ TEST(ThreadAffinity, RefusesAnEmptyListANegativeCpuAndOneTheKernelLacks) {
   const absl::Status bad = SetThreadCpus(negative);
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("CPUs -3,0"), std::string::npos) << bad;
+  EXPECT_NE(bad.message().find("accepted: CPU numbers from 0 to"),
+            std::string::npos)
+      << bad;
+  const int huge[] = {kMaxCpuNumber + 1};
+  EXPECT_EQ(SetThreadCpus(huge).code(), absl::StatusCode::kInvalidArgument);
   const int missing[] = {kNoSuchCpu};
   const absl::Status refused = SetThreadCpus(missing);
   EXPECT_FALSE(refused.ok());
-  EXPECT_NE(refused.message().find("1048576"), std::string::npos) << refused;
+  EXPECT_NE(refused.message().find("4000"), std::string::npos) << refused;
   EXPECT_EQ(ThreadCpus(), before) << "a refusal changes nothing";
 }
 
 TEST(ThreadAffinity, AScopedPinGivesTheMaskBack) {
+  if (ThreadCpus().size() < 2) {
+    GTEST_SKIP() << "one CPU allowed: a pin to it leaves the mask as it was";
+  }
   std::thread t([] {
     const std::vector<int> before = ThreadCpus();
     {
