@@ -52,7 +52,8 @@ std::vector<int> ThreadCpus() {
 }
 
 absl::Status SetThreadCpus(absl::Span<const int> cpus) {
-  const std::string list = FormatCpuList({cpus.begin(), cpus.end()});
+  // The list is spelled only for an error.
+  auto list = [cpus] { return FormatCpuList({cpus.begin(), cpus.end()}); };
   if (cpus.empty()) {
     return absl::InvalidArgumentError(
         "pinning a thread to no CPU: accepted: one CPU number or more");
@@ -61,13 +62,13 @@ absl::Status SetThreadCpus(absl::Span<const int> cpus) {
   if (*std::min_element(cpus.begin(), cpus.end()) < 0 ||
       max_cpu > kMaxCpuNumber) {
     return absl::InvalidArgumentError(
-        absl::StrCat("pinning a thread to CPUs ", list,
+        absl::StrCat("pinning a thread to CPUs ", list(),
                      ": accepted: CPU numbers from 0 to ", kMaxCpuNumber));
   }
   cpu_set_t* set = CPU_ALLOC(max_cpu + 1);
   if (set == nullptr) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("allocating a CPU set for CPUs ", list));
+        absl::StrCat("allocating a CPU set for CPUs ", list()));
   }
   const size_t size = CPU_ALLOC_SIZE(max_cpu + 1);
   CPU_ZERO_S(size, set);
@@ -76,8 +77,8 @@ absl::Status SetThreadCpus(absl::Span<const int> cpus) {
   const int err = pthread_setaffinity_np(pthread_self(), size, set);
   CPU_FREE(set);
   if (err != 0) {
-    return absl::ErrnoToStatus(err,
-                               absl::StrCat("pinning a thread to CPUs ", list));
+    return absl::ErrnoToStatus(
+        err, absl::StrCat("pinning a thread to CPUs ", list()));
   }
   return absl::OkStatus();
 }
@@ -91,8 +92,7 @@ ScopedThreadCpu::ScopedThreadCpu(int cpu) {
         ": its affinity mask cannot be read, so it could not be given back"));
     return;
   }
-  const int one[] = {cpu};
-  status_ = SetThreadCpus(one);
+  status_ = SetThreadCpus({cpu});
   if (status_.ok()) saved_ = std::move(saved);
 }
 

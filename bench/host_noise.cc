@@ -98,8 +98,7 @@ struct Stalls {
 
 Stalls WatchCpu(int cpu, int64_t seconds) {
   Stalls s;
-  const int one[] = {cpu};
-  s.pinned = arch::SetThreadCpus(one).ok();
+  s.pinned = arch::SetThreadCpus({cpu}).ok();
   int64_t prev = arch::MonotonicNowNs();
   const int64_t end = prev + seconds * 1000000000;
   while (prev < end) {

@@ -203,8 +203,7 @@ std::unique_ptr<Listener> MakeThreadListener(bool epoll, int cpu) {
 
 void PinThisThread(int cpu) {
   if (cpu < 0) return;
-  const int one[] = {cpu};
-  if (const absl::Status s = arch::SetThreadCpus(one); !s.ok()) {
+  if (const absl::Status s = arch::SetThreadCpus({cpu}); !s.ok()) {
     absl::FPrintF(stderr, "io_wake: %s\n", s.message());
   }
 }

@@ -22,13 +22,6 @@ std::vector<int> TwoCpus() {
   return cpus;
 }
 
-// Pins the calling thread to `cpu`; a refusal leaves it unpinned (the
-// measurement is then of wherever the scheduler puts it).
-void PinTo(int cpu) {
-  const int one[] = {cpu};
-  (void)arch::SetThreadCpus(one);
-}
-
 // One side of a ping-pong: a word the other side flips and this side
 // waits on, by blocking in FUTEX_WAIT or by polling.
 struct Side {
@@ -79,18 +72,19 @@ void Settle() {
 }
 
 // Runs `initiator` and `responder` on two new threads, pinned to `cpus[0]`
-// and `cpus[1]` when given, the responder started first.
+// and `cpus[1]` when given, the responder started first. A refused pin
+// leaves a thread where the scheduler puts it, and that is then measured.
 template <typename Initiator, typename Responder>
 void OnTwoThreads(const std::vector<int>& cpus, Initiator&& initiator,
                   Responder&& responder) {
   std::atomic<bool> ready{false};  // The responder is at its first wait.
   std::thread r([&] {
-    if (cpus.size() == 2) PinTo(cpus[1]);
+    if (cpus.size() == 2) (void)arch::SetThreadCpus({cpus[1]});
     ready.store(true, std::memory_order_release);
     responder();
   });
   std::thread i([&] {
-    if (cpus.size() == 2) PinTo(cpus[0]);
+    if (cpus.size() == 2) (void)arch::SetThreadCpus({cpus[0]});
     // Thread start-up is not a wake.
     while (!ready.load(std::memory_order_acquire)) std::this_thread::yield();
     initiator();
