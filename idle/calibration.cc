@@ -11,6 +11,7 @@
 #include "arch/cycle_clock.h"
 #include "arch/futex.h"
 #include "arch/thread_affinity.h"
+#include "arch/timer_slack.h"
 
 namespace haltpool::idle {
 namespace {
@@ -177,6 +178,35 @@ int64_t PollWake(int round_trips, const std::vector<int>& cpus) {
   return Median(trips) / 2;
 }
 
+// How late a timed block ends: `waits` times, a FUTEX_WAIT that nobody
+// wakes until now + `wait_ns`, on a new thread with a worker's timer slack,
+// pinned to the last of `cpus` (so that, with two, the caller's CPU is not
+// the one that halts). The 90th percentile of the lateness in ns, as the
+// predictive governor takes its margin. A wait that ends early (a signal)
+// waits again until its deadline.
+int64_t TimedWaitLateness(int waits, int64_t wait_ns,
+                          const std::vector<int>& cpus) {
+  std::vector<int64_t> late;
+  late.reserve(waits);
+  std::thread t([&] {
+    if (!cpus.empty()) (void)arch::SetThreadCpus({cpus.back()});
+    // A refused slack leaves the thread's own, and that is then measured.
+    (void)arch::SetThreadTimerSlackNs(kTimedBlockSlackNs);
+    const std::atomic<uint32_t> never{0};
+    for (int i = 0; i < waits; ++i) {
+      const int64_t deadline = arch::MonotonicNowNs() + wait_ns;
+      while (arch::MonotonicNowNs() < deadline) {
+        (void)arch::FutexWaitUntil(never, 0, deadline,
+                                   arch::FutexScope::kPrivate);
+      }
+      late.push_back(arch::MonotonicNowNs() - deadline);
+    }
+  });
+  t.join();
+  std::sort(late.begin(), late.end());
+  return late[(late.size() * 9 + 9) / 10 - 1];
+}
+
 }  // namespace
 
 Calibration Calibrate() {
@@ -201,6 +231,8 @@ Calibration Calibrate() {
       c.note = absl::StrCat("poll", stalled);
     }
   }
+  c.timed_wait_late_ns =
+      TimedWaitLateness(kCalibrationTimedWaits, kCalibrationTimedWaitNs, cpus);
   c.measured = c.block_wake_ns > 0;
   c.took_ns = arch::MonotonicNowNs() - start;
   return c;

@@ -26,7 +26,8 @@ absl::StatusOr<std::unique_ptr<Governor>> MakeGovernor(
     return std::make_unique<PredictiveGovernor>(PredictiveParams{
         .poll_ns = options.haltpoll.poll_ns,
         .block_exit_latency_ns = options.block_exit_latency_ns,
-        .block_target_residency_ns = options.block_target_residency_ns});
+        .block_target_residency_ns = options.block_target_residency_ns,
+        .wake_margin_ns = options.wake_margin_ns});
   }
   if (name == "poll") {
     return std::make_unique<FixedGovernor>("poll", kUnlimitedPollNs);

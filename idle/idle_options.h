@@ -33,6 +33,10 @@ struct IdleOptions {
   // The block state's costs in the state table (idle_state.h).
   int64_t block_exit_latency_ns = kDefaultBlockExitLatencyNs;
   int64_t block_target_residency_ns = kDefaultBlockTargetResidencyNs;
+  // `predictive`: the wake margin it starts with, until its own limited
+  // blocks teach it how late this host's timed blocks end. A profile sets
+  // its block exit latency here; the calibration, the lateness it measured.
+  int64_t wake_margin_ns = kDefaultBlockExitLatencyNs;
 };
 
 // OK if every field is in range and the governor name is known; otherwise

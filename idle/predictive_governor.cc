@@ -18,7 +18,7 @@ constexpr Selection Block(int64_t until_ns) {
 }  // namespace
 
 PredictiveGovernor::PredictiveGovernor(const PredictiveParams& params) noexcept
-    : params_(params), margin_ns_(params.block_exit_latency_ns) {}
+    : params_(params), margin_ns_(params.wake_margin_ns) {}
 
 int64_t PredictiveGovernor::wake_margin_ns() const noexcept {
   return margin_ns_;

@@ -68,6 +68,10 @@ struct PredictiveParams {
   // margin, and the shortest idle blocking pays off for.
   int64_t block_exit_latency_ns = 6000;
   int64_t block_target_residency_ns = 12000;
+  // The wake margin until the first limited block runs out (rule 4): how
+  // late this host's timed blocks end, as the calibration measured it, else
+  // a guess such as the block state's exit latency.
+  int64_t wake_margin_ns = 6000;
 };
 
 class PredictiveGovernor final : public Governor {

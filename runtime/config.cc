@@ -18,6 +18,7 @@ constexpr char kHypervisorVariable[] = "HALTPOOL_HYPERVISOR";
 constexpr char kWaitVariable[] = "HALTPOOL_WAIT";
 constexpr char kExitLatencyVariable[] = "HALTPOOL_BLOCK_EXIT_LATENCY_NS";
 constexpr char kResidencyVariable[] = "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS";
+constexpr char kWakeMarginVariable[] = "HALTPOOL_WAKE_MARGIN_NS";
 
 std::string KnownNames() {
   std::vector<absl::string_view> names;
@@ -201,7 +202,8 @@ absl::Status ValidateConfig(const Config& config) {
 
 bool WantsCalibration(const Config& config) {
   if (!config.pool.calibrate) return false;
-  for (const char* name : {kExitLatencyVariable, kResidencyVariable}) {
+  for (const char* name :
+       {kExitLatencyVariable, kResidencyVariable, kWakeMarginVariable}) {
     const ResolvedVariable* v = config.Find(name);
     if (v != nullptr && v->source < ValueSource::kCalibration) return true;
   }
@@ -220,6 +222,10 @@ void ApplyCalibration(const idle::Calibration& calibration, Config& config) {
        calibration.block_wake_ns);
   fill(kResidencyVariable, config.pool.idle.block_target_residency_ns,
        2 * calibration.block_wake_ns);
+  if (calibration.timed_wait_late_ns > 0) {
+    fill(kWakeMarginVariable, config.pool.idle.wake_margin_ns,
+         calibration.timed_wait_late_ns);
+  }
   Reformat(config);
 }
 

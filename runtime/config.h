@@ -122,13 +122,14 @@ absl::Status ApplyCodeOptions(const PoolOptions& code, Config& config);
 // the value's source and what is accepted.
 absl::Status ValidateConfig(const Config& config);
 
-// True if calibration is on and one of the block state's costs still has
-// only its profile's or default value.
+// True if calibration is on and one of the block state's costs or the wake
+// margin still has only its profile's or default value.
 bool WantsCalibration(const Config& config);
 
 // Puts a measured calibration into `config`: the block state's exit latency
-// becomes the median block wake and its target residency twice that, each
-// only where neither code nor the environment set it; their source becomes
+// becomes the median block wake, its target residency twice that, and the
+// wake margin the measured lateness of a timed block, each only where
+// neither code nor the environment set it; their source becomes
 // kCalibration. Does nothing if `calibration` was not measured.
 void ApplyCalibration(const idle::Calibration& calibration, Config& config);
 

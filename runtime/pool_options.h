@@ -44,6 +44,11 @@ struct IdleChoices {
   // HALTPOOL_BLOCK_EXIT_LATENCY_NS, HALTPOOL_BLOCK_TARGET_RESIDENCY_NS.
   std::optional<int64_t> block_exit_latency_ns;
   std::optional<int64_t> block_target_residency_ns;
+  // The predictive governor's first wake margin, until its own timed blocks
+  // teach it. Unset: calibrated at the first pool's start (how late a timed
+  // block ends here), else the profile's block exit latency.
+  // HALTPOOL_WAKE_MARGIN_NS.
+  std::optional<int64_t> wake_margin_ns;
 };
 
 struct PoolOptions {
@@ -73,9 +78,10 @@ struct PoolOptions {
   std::optional<IoTaskRun> io_task_run;
   // How each worker idles. HALTPOOL_GOVERNOR and the other idle variables.
   IdleChoices idle;
-  // Measure the block state's wake cost once per process when the first
-  // pool starts (idle/calibration.h, about 20 ms) and use it for the
-  // block state's costs that neither code nor environment set.
+  // Measure the block state's wake cost and how late a timed block ends,
+  // once per process when the first pool starts (idle/calibration.h, about
+  // 25 ms), and use them for the block state's costs and the wake margin
+  // that neither code nor environment set.
   // HALTPOOL_CALIBRATE.
   std::optional<bool> calibrate;
   // Back off polling while polling takes CPUs from other work (steal time,

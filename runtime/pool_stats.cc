@@ -9,9 +9,11 @@ namespace haltpool {
 std::string FormatCalibration(const idle::Calibration& c) {
   if (!c.measured) return c.note.empty() ? "off" : c.note;
   std::string out = absl::StrFormat(
-      "block wake %.1f us, poll wake %.2f us (%d round trips%s, %.1f ms)",
+      "block wake %.1f us, poll wake %.2f us (%d round trips%s), timed "
+      "block late %.1f us (p90 of %d), %.1f ms",
       c.block_wake_ns / 1e3, c.poll_wake_ns / 1e3, c.round_trips,
-      c.cross_cpu ? " across two CPUs" : "", c.took_ns / 1e6);
+      c.cross_cpu ? " across two CPUs" : "", c.timed_wait_late_ns / 1e3,
+      idle::kCalibrationTimedWaits, c.took_ns / 1e6);
   if (!c.note.empty()) absl::StrAppend(&out, "; ", c.note);
   return out;
 }
@@ -75,6 +77,7 @@ std::string FormatPoolStatsJson(const PoolStats& stats) {
       ",\"calibration\":{\"measured\":", c.measured ? "true" : "false",
       ",\"block_wake_ns\":", c.block_wake_ns,
       ",\"poll_wake_ns\":", c.poll_wake_ns, ",\"round_trips\":", c.round_trips,
+      ",\"timed_wait_late_ns\":", c.timed_wait_late_ns,
       ",\"cross_cpu\":", c.cross_cpu ? "true" : "false",
       ",\"took_ns\":", c.took_ns, ",\"note\":", idle::JsonString(c.note),
       "},\"backoff\":{\"enabled\":", stats.backoff.enabled ? "true" : "false",

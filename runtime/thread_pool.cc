@@ -79,17 +79,18 @@ absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(Config config) {
   idle::Calibration calibration;
   calibration.note = config.pool.calibrate
                          ? "not needed: code or the environment set the "
-                           "block state's costs"
+                           "block state's costs and the wake margin"
                          : "off";
-  for (const char* name : {"HALTPOOL_BLOCK_EXIT_LATENCY_NS",
-                           "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS"}) {
+  for (const char* name :
+       {"HALTPOOL_BLOCK_EXIT_LATENCY_NS", "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS",
+        "HALTPOOL_WAKE_MARGIN_NS"}) {
     const ResolvedVariable* v = config.Find(name);
     if (v->source == ValueSource::kCalibration) {
       calibration = idle::ProcessCalibration();
     }
   }
   if (WantsCalibration(config)) {
-    // Once per process; about 20 ms the first time.
+    // Once per process; about 25 ms the first time.
     calibration = idle::ProcessCalibration();
     ApplyCalibration(calibration, config);
   }
@@ -480,7 +481,7 @@ void ThreadPool::SetUpWorker(Worker& w) {
   contention_->AttachWorker(w.contention);
   // Timed blocks (a timer's deadline, the predictive governor's wake
   // margin) end on time instead of up to 50 us late.
-  if (absl::Status s = arch::SetThreadTimerSlackNs(kWorkerTimerSlackNs);
+  if (absl::Status s = arch::SetThreadTimerSlackNs(idle::kTimedBlockSlackNs);
       !s.ok()) {
     absl::FPrintF(stderr, "haltpool: worker %d keeps its timer slack: %s\n",
                   w.index, s.message());

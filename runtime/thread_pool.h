@@ -40,12 +40,6 @@
 
 namespace haltpool {
 
-// Workers' timer slack: 1 ns, the least the kernel takes, so a worker's
-// timed block ends when asked and not up to the default 50 us later (a
-// timed FUTEX_WAIT on a 2-vCPU KVM guest ends 98 us late on average with
-// the default slack and 49 us with 1 ns; docs/CONFIGURATION.md).
-inline constexpr int64_t kWorkerTimerSlackNs = 1;
-
 class ThreadPool {
  public:
   // Starts the workers with `options`, overridden by any HALTPOOL_*

@@ -225,10 +225,10 @@ std::vector<Tunable> MakeTunables() {
       nullptr, [](auto& c) -> auto& { return c.hypervisor_override; }));
   rows.push_back(Row(
       "HALTPOOL_CALIBRATE", "calibrate",
-      "1 measures the block state's wake cost when the first pool starts "
-      "(about "
-      "20 ms) and uses it for the block costs neither code nor "
-      "environment set; 0 keeps the profile's",
+      "1 measures the block state's wake cost and how late a timed block "
+      "ends when the first pool starts (about 25 ms) and uses them for the "
+      "block costs and the wake margin neither code nor environment set; 0 "
+      "keeps the profile's",
       BoolCodec{}, [](const PoolOptions& o) { return o.calibrate; },
       [](auto& c) -> auto& { return c.pool.calibrate; }));
   rows.push_back(Row(
@@ -298,6 +298,13 @@ std::vector<Tunable> MakeTunables() {
       [](const PoolOptions& o) { return o.idle.block_target_residency_ns; },
       [](auto& c) -> auto& { return c.pool.idle.block_target_residency_ns; },
       [](const idle::Profile& p) { return p.block_target_residency_ns; }));
+  rows.push_back(Row(
+      "HALTPOOL_WAKE_MARGIN_NS", "idle.wake_margin_ns",
+      "predictive: how long before an expected wake a block ends, until the "
+      "governor has learned how late this host's timed blocks end",
+      kWindow, [](const PoolOptions& o) { return o.idle.wake_margin_ns; },
+      [](auto& c) -> auto& { return c.pool.idle.wake_margin_ns; },
+      [](const idle::Profile& p) { return p.block_exit_latency_ns; }));
   rows.push_back(Row(
       "HALTPOOL_WAIT", "idle.wait",
       "the poll state's wait instruction: auto picks the best the CPU has; "

@@ -125,9 +125,12 @@ void PrintText(const Config& c, const Steal& steal,
                FormatDurationNs(p.block_target_residency_ns));
   absl::PrintF("  why: %s\n", p.reason);
   absl::PrintF("Calibration: %s\n", FormatCalibration(cal));
-  absl::PrintF("  block state in use: exit latency %s, target residency %s\n",
-               FormatDurationNs(c.pool.idle.block_exit_latency_ns),
-               FormatDurationNs(c.pool.idle.block_target_residency_ns));
+  absl::PrintF(
+      "  block state in use: exit latency %s, target residency %s; first wake "
+      "margin %s\n",
+      FormatDurationNs(c.pool.idle.block_exit_latency_ns),
+      FormatDurationNs(c.pool.idle.block_target_residency_ns),
+      FormatDurationNs(c.pool.idle.wake_margin_ns));
   printf("Configuration:\n");
   for (const ResolvedVariable& v : c.variables) {
     absl::PrintF("  %s = '%s'  [%s]\n", v.name, v.value,
@@ -184,6 +187,7 @@ void PrintJson(const Config& c, const Steal& steal,
       &out, ",\"calibration\":{\"measured\":", cal.measured ? "true" : "false",
       ",\"block_wake_ns\":", cal.block_wake_ns,
       ",\"poll_wake_ns\":", cal.poll_wake_ns,
+      ",\"timed_wait_late_ns\":", cal.timed_wait_late_ns,
       ",\"round_trips\":", cal.round_trips,
       ",\"cross_cpu\":", cal.cross_cpu ? "true" : "false",
       ",\"took_ns\":", cal.took_ns, ",\"note\":", JsonString(cal.note),

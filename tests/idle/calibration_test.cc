@@ -23,7 +23,12 @@ TEST(Calibration, MeasuresTheBlockStateInMilliseconds) {
   EXPECT_GT(c.block_wake_ns, 0);
   EXPECT_LT(c.block_wake_ns, kCalibrationStallNs);
   EXPECT_EQ(c.round_trips, kCalibrationBlockRoundTrips);
-  EXPECT_GT(c.took_ns, 0);
+  // Every timed wait waited its full time, and ended after it: a timer fires
+  // at its deadline at the earliest, and the wake and the clock read after
+  // it take time.
+  EXPECT_GE(c.took_ns, kCalibrationTimedWaits * kCalibrationTimedWaitNs);
+  EXPECT_GT(c.timed_wait_late_ns, 0);
+  EXPECT_LT(c.timed_wait_late_ns, kCalibrationStallNs);
   // A stalled round trip aborts; the whole run is bounded by the stall
   // limit per round trip, far below a second on any machine that passes.
   EXPECT_LT(c.took_ns, 2000000000);

@@ -30,7 +30,8 @@ constexpr int64_t kNever = arch::kNoDeadline;
 PredictiveParams Params() {
   return PredictiveParams{.poll_ns = 200 * kUs,
                           .block_exit_latency_ns = 6 * kUs,
-                          .block_target_residency_ns = 12 * kUs};
+                          .block_target_residency_ns = 12 * kUs,
+                          .wake_margin_ns = 6 * kUs};
 }
 
 // One idle period through RunIdle: a wake comes at `wake_at_ns` (kNever:
@@ -96,6 +97,15 @@ TEST(PredictiveGovernorRules, TheRegistryMakesItFromTheOptions) {
   EXPECT_EQ((*g)->name(), "predictive");
 }
 
+TEST(PredictiveGovernorRules, TheRegistryGivesItTheFirstWakeMargin) {
+  IdleOptions o;
+  o.governor = "predictive";
+  o.wake_margin_ns = 33 * kUs;
+  absl::StatusOr<std::unique_ptr<Governor>> g = MakeGovernor(o);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(static_cast<PredictiveGovernor&>(**g).wake_margin_ns(), 33 * kUs);
+}
+
 TEST(PredictiveGovernorRules, WithNothingToGoOnItBlocksUntilWoken) {
   PredictiveGovernor g(Params());
   const Selection s = g.Select({1 * kMs, kNever});
@@ -107,8 +117,24 @@ TEST(PredictiveGovernorRules, AFarTimerBlocksUntilTheMarginBeforeIt) {
   PredictiveGovernor g(Params());
   const Selection s = g.Select({1 * kMs, 2 * kMs});
   EXPECT_EQ(s.state, kBlockState);
-  EXPECT_EQ(g.wake_margin_ns(), 6 * kUs);  // The block's exit latency.
+  EXPECT_EQ(g.wake_margin_ns(), 6 * kUs);  // The first margin, as given.
   EXPECT_EQ(s.block_until_ns, 2 * kMs - 6 * kUs);
+}
+
+TEST(PredictiveGovernorRules, TheFirstMarginHoldsUntilABlockRunsOut) {
+  PredictiveParams params = Params();
+  params.wake_margin_ns = 45 * kUs;  // A calibration's measured lateness.
+  Waiter w(params);
+  constexpr int64_t kLate = 30 * kUs;
+  // The first far timer: the block ends 45 us before it and, 30 us late,
+  // still 15 us before it; the poll after it meets the timer.
+  const int64_t deadline = w.clock.NowNs() + 1 * kMs;
+  const Selection s = w.governor.Select({w.clock.NowNs(), deadline});
+  EXPECT_EQ(s.block_until_ns, deadline - 45 * kUs);
+  w.governor.Reflect(s.state, s.block_until_ns + kLate - w.clock.NowNs(),
+                     IdleExit::kTimeout);
+  // From its first lateness sample on, the margin is learned.
+  EXPECT_EQ(w.governor.wake_margin_ns(), kLate);
 }
 
 TEST(PredictiveGovernorRules, AfterTheLimitedBlockItPollsUntilTheTimer) {

@@ -397,6 +397,7 @@ TEST(PoolCalibration, CostsSetInCodeAreNotCalibratedAway) {
   o.workers = 1;
   o.idle.block_exit_latency_ns = 7000;
   o.idle.block_target_residency_ns = 9000;
+  o.idle.wake_margin_ns = 30000;
   auto pool = *ThreadPool::Create(o, MapEnvironment());
   const PoolStats stats = pool->Stats();
   const idle::IdleState& block =

@@ -50,6 +50,7 @@ const std::vector<std::string> kVariableNames = {
     "HALTPOOL_FIXED_POLL_NS",
     "HALTPOOL_BLOCK_EXIT_LATENCY_NS",
     "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS",
+    "HALTPOOL_WAKE_MARGIN_NS",
     "HALTPOOL_WAIT",
     "HALTPOOL_WORKERS",
     "HALTPOOL_MAX_POLLERS",
@@ -233,6 +234,7 @@ TEST(ConfigResolve, EveryVariableIsApplied) {
                               {"HALTPOOL_FIXED_POLL_NS", "5000"},
                               {"HALTPOOL_BLOCK_EXIT_LATENCY_NS", "9us"},
                               {"HALTPOOL_BLOCK_TARGET_RESIDENCY_NS", "19us"},
+                              {"HALTPOOL_WAKE_MARGIN_NS", "33us"},
                               {"HALTPOOL_WAIT", "spin"},
                               {"HALTPOOL_WORKERS", "4096"},
                               {"HALTPOOL_MAX_POLLERS", "0"},
@@ -267,6 +269,7 @@ TEST(ConfigResolve, EveryVariableIsApplied) {
   EXPECT_EQ(c.pool.idle.fixed_poll_ns, 5000);
   EXPECT_EQ(c.pool.idle.block_exit_latency_ns, 9000);
   EXPECT_EQ(c.pool.idle.block_target_residency_ns, 19000);
+  EXPECT_EQ(c.pool.idle.wake_margin_ns, 33000);
   EXPECT_EQ(c.pool.idle.wait, arch::WaitMechanism::kSpin);
   EXPECT_TRUE(c.display_env);
   for (const ResolvedVariable& v : c.variables) {
@@ -589,7 +592,8 @@ TEST(ConfigDisplay, TheProfileGivesTheGovernorThePollCapAndTheBlockCosts) {
   }
   EXPECT_THAT(from_profile, ElementsAre("HALTPOOL_GOVERNOR", "HALTPOOL_POLL_NS",
                                         "HALTPOOL_BLOCK_EXIT_LATENCY_NS",
-                                        "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS"));
+                                        "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS",
+                                        "HALTPOOL_WAKE_MARGIN_NS"));
 }
 
 TEST(ConfigDisplay, NamesEverySource) {
@@ -676,13 +680,41 @@ TEST(ConfigProfile, CalibrationFillsOnlyWhatCodeAndEnvironmentLeft) {
   idle::Calibration measured;
   measured.measured = true;
   measured.block_wake_ns = 30000;
+  measured.timed_wait_late_ns = 40000;
   ApplyCalibration(measured, c);
+  EXPECT_EQ(c.pool.idle.wake_margin_ns, 40000);
+  EXPECT_EQ(Source(c, "HALTPOOL_WAKE_MARGIN_NS"), "calibration");
   EXPECT_EQ(c.pool.idle.block_exit_latency_ns, 1234);
   EXPECT_EQ(Source(c, "HALTPOOL_BLOCK_EXIT_LATENCY_NS"), "code");
   EXPECT_EQ(c.pool.idle.block_target_residency_ns, 60000);
   EXPECT_EQ(Source(c, "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS"), "calibration");
   EXPECT_EQ(Var(c, "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS").value, "60us");
   EXPECT_FALSE(WantsCalibration(c));
+}
+
+TEST(ConfigProfile, TheCalibrationsLatenessIsTheFirstWakeMargin) {
+  Config c = ResolveOk({{"HALTPOOL_BLOCK_EXIT_LATENCY_NS", "5us"},
+                        {"HALTPOOL_BLOCK_TARGET_RESIDENCY_NS", "10us"}});
+  EXPECT_EQ(Source(c, "HALTPOOL_WAKE_MARGIN_NS"), "profile");
+  EXPECT_EQ(c.pool.idle.wake_margin_ns,
+            idle::ProfileFor(c.environment).block_exit_latency_ns);
+  EXPECT_TRUE(WantsCalibration(c)) << "the wake margin is the profile's";
+  idle::Calibration measured;
+  measured.measured = true;
+  measured.block_wake_ns = 30000;
+  measured.timed_wait_late_ns = 47000;
+  ApplyCalibration(measured, c);
+  EXPECT_EQ(c.pool.idle.wake_margin_ns, 47000);
+  EXPECT_EQ(Source(c, "HALTPOOL_WAKE_MARGIN_NS"), "calibration");
+  EXPECT_EQ(Var(c, "HALTPOOL_WAKE_MARGIN_NS").value, "47us");
+  EXPECT_EQ(c.pool.idle.block_exit_latency_ns, 5000) << "set, so kept";
+  EXPECT_FALSE(WantsCalibration(c));
+
+  Config set = ResolveOk({{"HALTPOOL_WAKE_MARGIN_NS", "70us"}});
+  ApplyCalibration(measured, set);
+  EXPECT_EQ(set.pool.idle.wake_margin_ns, 70000);
+  EXPECT_EQ(Source(set, "HALTPOOL_WAKE_MARGIN_NS"), "environment");
+  EXPECT_EQ(set.pool.idle.block_exit_latency_ns, 30000) << "still calibrated";
 }
 
 TEST(ConfigProfile, NoCalibrationWhereItIsOffOrNothingIsLeft) {
@@ -694,7 +726,8 @@ TEST(ConfigProfile, NoCalibrationWhereItIsOffOrNothingIsLeft) {
   ApplyCalibration(measured, off);
   EXPECT_EQ(Source(off, "HALTPOOL_BLOCK_EXIT_LATENCY_NS"), "profile");
   Config set = ResolveOk({{"HALTPOOL_BLOCK_EXIT_LATENCY_NS", "5us"},
-                          {"HALTPOOL_BLOCK_TARGET_RESIDENCY_NS", "10us"}});
+                          {"HALTPOOL_BLOCK_TARGET_RESIDENCY_NS", "10us"},
+                          {"HALTPOOL_WAKE_MARGIN_NS", "20us"}});
   EXPECT_FALSE(WantsCalibration(set));
   ApplyCalibration(measured, set);
   EXPECT_EQ(set.pool.idle.block_exit_latency_ns, 5000);
@@ -760,13 +793,18 @@ TEST(ConfigChange, ABlockCostSetAfterResolvingIsNotCalibratedAway) {
   change.idle.block_exit_latency_ns = 8000;
   change.idle.block_target_residency_ns = 16000;
   ASSERT_TRUE(ApplyCodeOptions(change, c).ok());
+  EXPECT_TRUE(WantsCalibration(c)) << "the wake margin is left";
+  change.idle.wake_margin_ns = 50000;
+  ASSERT_TRUE(ApplyCodeOptions(change, c).ok());
   EXPECT_FALSE(WantsCalibration(c));
   idle::Calibration measured;
   measured.measured = true;
   measured.block_wake_ns = 30000;
+  measured.timed_wait_late_ns = 40000;
   ApplyCalibration(measured, c);
   EXPECT_EQ(c.pool.idle.block_exit_latency_ns, 8000);
   EXPECT_EQ(c.pool.idle.block_target_residency_ns, 16000);
+  EXPECT_EQ(c.pool.idle.wake_margin_ns, 50000);
 }
 
 // Every field set in code to its built-in default, on a host whose profile
@@ -793,6 +831,7 @@ TEST(ConfigProfile, CodeValuesEqualToTheDefaultsStick) {
   code.idle.fixed_poll_ns = d.idle.fixed_poll_ns;
   code.idle.block_exit_latency_ns = d.idle.block_exit_latency_ns;
   code.idle.block_target_residency_ns = d.idle.block_target_residency_ns;
+  code.idle.wake_margin_ns = d.idle.wake_margin_ns;
   code.idle.wait = arch::WaitMechanism::kSpin;  // Unset is its default.
   for (arch::HostEnvironment e :
        {arch::HostEnvironment::kKvmShared, arch::HostEnvironment::kBareMetal,
@@ -807,7 +846,8 @@ TEST(ConfigProfile, CodeValuesEqualToTheDefaultsStick) {
       if (t.field.empty()) continue;
       EXPECT_EQ(Source(c, std::string(t.variable)), "code") << t.variable;
     }
-    EXPECT_FALSE(WantsCalibration(c)) << "code set both block costs";
+    EXPECT_FALSE(WantsCalibration(c))
+        << "code set both block costs and the margin";
     EXPECT_THAT(DisplayEnv(c),
                 HasSubstr("  HALTPOOL_GOVERNOR = 'haltpoll'  [code]\n"));
   }
