@@ -13,8 +13,9 @@ namespace haltpool::bench {
 namespace {
 
 constexpr char kCsvHeader[] =
-    "mode,arrivals,contender,gap_us,samples,mean_us,p50_us,p99_us,cpu_pct";
-constexpr int kCsvFields = 9;
+    "mode,arrivals,contender,gap_us,samples,mean_us,p50_us,p99_us,cpu_pct,"
+    "submit_late_us";
+constexpr int kCsvFields = 10;
 
 // One contender's point at a gap, for judging.
 struct Entry {
@@ -216,11 +217,11 @@ std::string CurvesCsv(const std::vector<Curve>& curves) {
   std::string out = absl::StrCat(kCsvHeader, "\n");
   for (const Curve& c : curves) {
     for (const WakePoint& p : c.points) {
-      absl::StrAppendFormat(&out, "%s,%s,%s,%g,%d,%.3f,%.3f,%.3f,%.3f\n",
-                            CsvField(c.mode), CsvField(c.arrivals),
-                            CsvField(c.contender),
-                            static_cast<double>(p.gap_ns) / 1e3, p.samples,
-                            p.mean_us, p.p50_us, p.p99_us, 100 * p.cpu);
+      absl::StrAppendFormat(
+          &out, "%s,%s,%s,%g,%d,%.3f,%.3f,%.3f,%.3f,%.3f\n", CsvField(c.mode),
+          CsvField(c.arrivals), CsvField(c.contender),
+          static_cast<double>(p.gap_ns) / 1e3, p.samples, p.mean_us, p.p50_us,
+          p.p99_us, 100 * p.cpu, p.submit_late_us);
     }
   }
   return out;
@@ -243,7 +244,9 @@ absl::StatusOr<std::vector<Curve>> ParseCurvesCsv(absl::string_view csv) {
                     p.samples > 0 && absl::SimpleAtod(f[5], &p.mean_us) &&
                     absl::SimpleAtod(f[6], &p.p50_us) &&
                     absl::SimpleAtod(f[7], &p.p99_us) &&
-                    absl::SimpleAtod(f[8], &cpu_pct) && cpu_pct >= 0;
+                    absl::SimpleAtod(f[8], &cpu_pct) && cpu_pct >= 0 &&
+                    absl::SimpleAtod(f[9], &p.submit_late_us) &&
+                    p.submit_late_us >= 0;
     if (!ok) {
       std::string shown;
       for (const std::string& field : f) {
@@ -284,25 +287,34 @@ std::string CurvesMarkdown(const std::vector<Curve>& curves) {
         absl::StrCat("#### ", group.Title(),
                      ": CPU the waiting side burns, % of one CPU\n\n", header,
                      "\n", rule, "\n");
+    std::string late_table = absl::StrCat(
+        "#### ", group.Title(),
+        ": how late the waker sent each wake past its plan, mean us (its "
+        "timer, and anything that held its CPU)\n\n",
+        header, "\n", rule, "\n");
     for (const Curve& c : curves) {
       if (!group.Has(c)) continue;
       absl::StrAppend(&out, "| ", c.contender, " |");
       absl::StrAppend(&cpu_table, "| ", c.contender, " |");
+      absl::StrAppend(&late_table, "| ", c.contender, " |");
       for (int64_t g : gaps) {
         const WakePoint* p = PointAt(c, g);
         if (p == nullptr) {
           absl::StrAppend(&out, " - |");
           absl::StrAppend(&cpu_table, " - |");
+          absl::StrAppend(&late_table, " - |");
           continue;
         }
         absl::StrAppendFormat(&out, " %.2f (%.2f / %.1f) |", p->mean_us,
                               p->p50_us, p->p99_us);
         absl::StrAppendFormat(&cpu_table, " %.1f |", 100 * p->cpu);
+        absl::StrAppendFormat(&late_table, " %.2f |", p->submit_late_us);
       }
       absl::StrAppend(&out, "\n");
       absl::StrAppend(&cpu_table, "\n");
+      absl::StrAppend(&late_table, "\n");
     }
-    absl::StrAppend(&out, "\n", cpu_table, "\n");
+    absl::StrAppend(&out, "\n", cpu_table, "\n", late_table, "\n");
   }
   return out;
 }

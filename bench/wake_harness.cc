@@ -189,7 +189,8 @@ int SamplesFor(int64_t gap_ns, int64_t point_ms, int min_samples,
 }
 
 WakePoint Summarize(int64_t gap_ns, std::vector<int64_t>& latencies_ns,
-                    int64_t cpu_ns, int64_t wall_ns) {
+                    const std::vector<int64_t>& late_ns, int64_t cpu_ns,
+                    int64_t wall_ns) {
   WakePoint p;
   p.gap_ns = gap_ns;
   p.samples = static_cast<int>(latencies_ns.size());
@@ -202,6 +203,10 @@ WakePoint Summarize(int64_t gap_ns, std::vector<int64_t>& latencies_ns,
   p.p50_us = static_cast<double>(latencies_ns[n / 2]) / 1e3;
   p.p99_us =
       static_cast<double>(latencies_ns[std::min(n - 1, n * 99 / 100)]) / 1e3;
+  double late = 0;
+  for (int64_t l : late_ns) late += static_cast<double>(l);
+  p.submit_late_us =
+      late_ns.empty() ? 0 : late / static_cast<double>(late_ns.size()) / 1e3;
   p.cpu = wall_ns > 0 ? static_cast<double>(std::max<int64_t>(cpu_ns, 0)) /
                             static_cast<double>(wall_ns)
                       : 0;
@@ -213,6 +218,7 @@ PairRun::PairRun(int64_t gap_ns, int samples, const Pacing& pacing)
       samples_(samples),
       pacing_(pacing),
       signal_ns_(static_cast<size_t>(samples + kWarmupWakes)),
+      late_ns_(static_cast<size_t>(samples + kWarmupWakes)),
       wake_ns_(static_cast<size_t>(samples + kWarmupWakes)) {}
 
 void PairRun::WakerSide(WakeChannel& channel) {
@@ -223,6 +229,7 @@ void PairRun::WakerSide(WakeChannel& channel) {
   for (int i = 0; i < samples_ + kWarmupWakes; ++i) {
     WaitUntil(next, pacing_.submitter);
     signal_ns_[i] = arch::MonotonicNowNs();
+    late_ns_[i] = signal_ns_[i] - next;
     channel.Signal();
     AwaitCount(reported_, static_cast<uint32_t>(i + 1), pacing_.submitter);
     const ArrivalSchedule::Step step = schedule.Next();
@@ -251,7 +258,9 @@ WakePoint PairRun::Result() {
   for (int i = 0; i < samples_; ++i) {
     latencies[i] = wake_ns_[i + kWarmupWakes] - signal_ns_[i + kWarmupWakes];
   }
-  return Summarize(gap_ns_, latencies, waiter_cpu_ns_, waiter_wall_ns_);
+  const std::vector<int64_t> late(late_ns_.begin() + kWarmupWakes,
+                                  late_ns_.end());
+  return Summarize(gap_ns_, latencies, late, waiter_cpu_ns_, waiter_wall_ns_);
 }
 
 WakePoint MeasurePair(WakeChannel& channel, int64_t gap_ns, int samples,
@@ -286,6 +295,7 @@ WakePoint MeasurePool(const SubmitFn& submit, int64_t gap_ns, int samples,
   std::vector<int64_t> latencies(static_cast<size_t>(total));
   // A probe replaces its latencies[] slot, the submit time, by its latency.
   std::vector<int64_t> submitted(static_cast<size_t>(total));
+  std::vector<int64_t> late(static_cast<size_t>(total));
   // Outlives the call: the last probe may still be in notify_one() on it
   // when the count it wrote lets this function return.
   static thread_local std::atomic<uint32_t> done;
@@ -304,6 +314,7 @@ WakePoint MeasurePool(const SubmitFn& submit, int64_t gap_ns, int samples,
     }
     WaitUntil(next, pacing.submitter);
     submitted[i] = arch::MonotonicNowNs();
+    late[i] = submitted[i] - next;
     latencies[i] = submitted[i];
     submit(Probe{&latencies[i], &done});
     const ArrivalSchedule::Step step = schedule.Next();
@@ -325,7 +336,8 @@ WakePoint MeasurePool(const SubmitFn& submit, int64_t gap_ns, int samples,
   const int64_t pool_cpu = (CpuNs(CLOCK_PROCESS_CPUTIME_ID) - cpu0) -
                            (CpuNs(CLOCK_THREAD_CPUTIME_ID) - self0);
   latencies.erase(latencies.begin(), latencies.begin() + kWarmupWakes);
-  return Summarize(gap_ns, latencies, pool_cpu, wall);
+  late.erase(late.begin(), late.begin() + kWarmupWakes);
+  return Summarize(gap_ns, latencies, late, pool_cpu, wall);
 }
 
 }  // namespace haltpool::bench

@@ -10,6 +10,11 @@
 // - A pool: one outside thread submits a Probe every `gap`; the probe notes
 //   how long it waited. The CPU is the process's CPU time less the
 //   submitting thread's: what the idle pool burns.
+// Both also note how late each wake was signalled or submitted past its
+// planned time: the waker's own timer, past the margin it wakes early by,
+// and anything that kept it from its CPU, such as a waiter polling there.
+// The latency does not count it, so a contender that delays its waker
+// shows it there.
 //
 // When the wakes come is a Pacing: the arrival process and how the waker
 // (or submitter) waits. Arrivals::kPeriodic waits `gap` after each wake;
@@ -141,6 +146,9 @@ struct WakePoint {
   int samples = 0;
   double mean_us = 0, p50_us = 0, p99_us = 0;
   double cpu = 0;  // The waiting side's CPU, as a fraction of one CPU.
+  // Mean of how late the waker signalled or submitted past each planned
+  // time (the harness header's second paragraph), in us.
+  double submit_late_us = 0;
   // CLOCK_PROCESS_CPUTIME_ID brings a thread running on another CPU up to
   // date only at its next tick, so a pool's CPU is within a tick (4 ms)
   // per busy thread at each end of the point: a few % of a 250 ms point.
@@ -152,10 +160,12 @@ struct WakePoint {
 int SamplesFor(int64_t gap_ns, int64_t point_ms, int min_samples,
                int max_samples);
 
-// Summarizes latencies (ns, reordered in place) into a point; CPU time
-// below 0 (two clocks read apart) counts as 0.
+// Summarizes latencies (ns, reordered in place) and how late each wake was
+// sent (ns) into a point; CPU time below 0 (two clocks read apart) counts
+// as 0.
 WakePoint Summarize(int64_t gap_ns, std::vector<int64_t>& latencies_ns,
-                    int64_t cpu_ns, int64_t wall_ns);
+                    const std::vector<int64_t>& late_ns, int64_t cpu_ns,
+                    int64_t wall_ns);
 
 // A one-way wake between two threads. Signals are never more than one
 // ahead of waits: the harness signals again only after the last wake was
@@ -193,6 +203,7 @@ class PairRun {
   const int samples_;  // Counted wakes; kWarmupWakes more are run.
   const Pacing pacing_;
   std::vector<int64_t> signal_ns_;     // Written by the waker.
+  std::vector<int64_t> late_ns_;       // Written by the waker.
   std::vector<int64_t> wake_ns_;       // Written by the waiter.
   std::atomic<uint32_t> reported_{0};  // Wakes the waiter reported.
   int64_t waiter_cpu_ns_ = 0;

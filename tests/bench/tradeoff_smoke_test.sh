@@ -31,8 +31,10 @@ for name in 'haltpool block' 'std::binary_semaphore' 'folly-style' \
     'std::condition_variable pool' 'haltpool default, back-off off'; do
   grep -q "^| $name" <<<"$out" || fail "no row for $name"
 done
-[[ $(head -1 "$dir/t.csv") == mode,arrivals,contender,gap_us,samples,mean_us,p50_us,p99_us,cpu_pct ]] ||
+[[ $(head -1 "$dir/t.csv") == mode,arrivals,contender,gap_us,samples,mean_us,p50_us,p99_us,cpu_pct,submit_late_us ]] ||
   fail "CSV header"
+grep -q "^#### pair: how late the waker sent each wake past its plan, mean us" <<<"$out" ||
+  fail "no table of the waker's lateness"
 [[ $(grep -c '^pair,periodic,' "$dir/t.csv") -eq $((11 * $(grep -c "^pair,periodic,.*,0,[0-9]" "$dir/t.csv"))) ]] ||
   fail "CSV: pair curves without 11 gaps"
 grep -q '^pool,periodic,"haltpool default, back-off off",0,' "$dir/t.csv" ||

@@ -25,6 +25,7 @@ WakePoint Point(int64_t gap_ns, double mean_us, double cpu) {
   p.p50_us = mean_us * 0.8;
   p.p99_us = mean_us * 3;
   p.cpu = cpu;
+  p.submit_late_us = mean_us / 4;
   return p;
 }
 
@@ -57,9 +58,9 @@ TEST(TradeoffTable, CsvRoundTrip) {
   const std::vector<Curve> curves = Balanced();
   const std::string csv = CurvesCsv(curves);
   EXPECT_THAT(csv, HasSubstr("mode,arrivals,contender,gap_us,samples,mean_us,"
-                             "p50_us,p99_us,cpu_pct\n"));
+                             "p50_us,p99_us,cpu_pct,submit_late_us\n"));
   EXPECT_THAT(csv, HasSubstr("pair,periodic,spinner,1,100,1.000,0.800,3.000,"
-                             "100.000"));
+                             "100.000,0.250\n"));
   absl::StatusOr<std::vector<Curve>> back = ParseCurvesCsv(csv);
   ASSERT_TRUE(back.ok()) << back.status();
   ASSERT_EQ(back->size(), 3u);
@@ -68,6 +69,7 @@ TEST(TradeoffTable, CsvRoundTrip) {
   EXPECT_EQ((*back)[1].points[1].gap_ns, 1000000);
   EXPECT_DOUBLE_EQ((*back)[0].points[0].cpu, 0.30);
   EXPECT_DOUBLE_EQ((*back)[2].points[0].mean_us, 20);
+  EXPECT_DOUBLE_EQ((*back)[2].points[0].submit_late_us, 5);
 }
 
 TEST(TradeoffTable, CsvFieldsAreQuotedAsRfc4180Says) {
@@ -108,10 +110,12 @@ TEST(TradeoffTable, NamesWithCommasAndQuotesSurviveTheRoundTrip) {
 
 TEST(TradeoffTable, MalformedCsvNamesTheRecord) {
   for (const char* bad :
-       {"pair,periodic,x,1,100,1.0,1.0,1.0\n",
-        "pair,periodic,x,one,100,1,1,1,1\n", "pair,periodic,x,1,0,1,1,1,1\n",
-        "pair,periodic,,1,100,1,1,1,1\n", "pair,periodic,x,1,100,1,1,1,-5\n",
-        "pair,x,1,100,1,1,1,1\n"}) {
+       {"pair,periodic,x,1,100,1.0,1.0,1.0,1\n",
+        "pair,periodic,x,one,100,1,1,1,1,0\n",
+        "pair,periodic,x,1,0,1,1,1,1,0\n", "pair,periodic,,1,100,1,1,1,1,0\n",
+        "pair,periodic,x,1,100,1,1,1,-5,0\n",
+        "pair,periodic,x,1,100,1,1,1,1,-2\n", "pair,periodic,x,1,100,1,1,1,1\n",
+        "pair,x,1,100,1,1,1,1,0\n"}) {
     absl::StatusOr<std::vector<Curve>> c = ParseCurvesCsv(bad);
     ASSERT_FALSE(c.ok()) << bad;
     EXPECT_THAT(c.status().message(), HasSubstr("CSV record 1"));

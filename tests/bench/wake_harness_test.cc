@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "arch/cycle_clock.h"
 #include "bench/wake_channels.h"
 #include "gtest/gtest.h"
 
@@ -29,15 +30,16 @@ TEST(WakeHarness, SamplesForStaysInItsBounds) {
 TEST(WakeHarness, SummarizeTakesMeanPercentilesAndCpu) {
   std::vector<int64_t> lat;
   for (int i = 100; i >= 1; --i) lat.push_back(i * 1000);  // 1..100 us.
-  const WakePoint p = Summarize(5000, lat, 250, 1000);
+  const WakePoint p = Summarize(5000, lat, {1000, 3000}, 250, 1000);
   EXPECT_EQ(p.gap_ns, 5000);
   EXPECT_EQ(p.samples, 100);
   EXPECT_DOUBLE_EQ(p.mean_us, 50.5);
   EXPECT_DOUBLE_EQ(p.p50_us, 51);
   EXPECT_DOUBLE_EQ(p.p99_us, 100);
   EXPECT_DOUBLE_EQ(p.cpu, 0.25);
+  EXPECT_DOUBLE_EQ(p.submit_late_us, 2);
   std::vector<int64_t> none;
-  EXPECT_EQ(Summarize(0, none, 0, 0).samples, 0);
+  EXPECT_EQ(Summarize(0, none, {}, 0, 0).samples, 0);
 }
 
 TEST(WakeHarness, PairRunReportsEveryWake) {
@@ -175,6 +177,23 @@ TEST(WakeHarness, BurstyPoolRunRunsEveryProbe) {
   EXPECT_EQ(ran.load(), 3 * kBurstSize + kWarmupWakes);
   EXPECT_EQ(p.samples, 3 * kBurstSize);
   EXPECT_GT(p.p50_us, 0);
+}
+
+// A "pool" whose Submit() runs the probe and then holds the submitter for
+// 20 us: inside a burst each next submission was planned 5 us after the
+// last one, so the seven after the first of each burst are about 15 us
+// late, and the point says so.
+TEST(WakeHarness, ASubmitterHeldPastItsPlanIsLate) {
+  const WakePoint p = MeasurePool(
+      [](Probe probe) {
+        probe();
+        const int64_t until = arch::MonotonicNowNs() + 20000;
+        while (arch::MonotonicNowNs() < until) {
+        }
+      },
+      100000, 4 * kBurstSize, {Arrivals::kBursty, Submitter::kSleep, 1});
+  EXPECT_EQ(p.samples, 4 * kBurstSize);
+  EXPECT_GT(p.submit_late_us, 10);
 }
 
 TEST(WakeHarness, PairRunUnderEachPacingReportsEveryWake) {

@@ -12,13 +12,13 @@ dir=${TEST_TMPDIR:-$(mktemp -d)}
 # As bench/tradeoff_table.cc's CurvesCsv writes it (tradeoff_table_test
 # checks that writer's quoting).
 cat >"$dir/t.csv" <<'CSV'
-mode,arrivals,contender,gap_us,samples,mean_us,p50_us,p99_us,cpu_pct
-pool,periodic,haltpool default (predictive),5,100,20.000,4.000,40.000,10.000
-pool,periodic,"haltpool default, back-off off",5,100,4.000,3.000,9.000,30.000
-pool,periodic,"the ""quoted"" pool",5,100,25.000,5.000,50.000,5.000
-pool,periodic,slow and hungry,5,100,30.000,5.000,50.000,40.000
-pool,bursty,haltpool default (predictive),1000,80,7.500,3.000,40.000,2.500
-pool,bursty,"a, ""b"", c",1000,80,7.500,3.000,40.000,2.000
+mode,arrivals,contender,gap_us,samples,mean_us,p50_us,p99_us,cpu_pct,submit_late_us
+pool,periodic,haltpool default (predictive),5,100,20.000,4.000,40.000,10.000,0.500
+pool,periodic,"haltpool default, back-off off",5,100,4.000,3.000,9.000,30.000,0.500
+pool,periodic,"the ""quoted"" pool",5,100,25.000,5.000,50.000,5.000,0.500
+pool,periodic,slow and hungry,5,100,30.000,5.000,50.000,40.000,0.500
+pool,bursty,haltpool default (predictive),1000,80,7.500,3.000,40.000,2.500,0.500
+pool,bursty,"a, ""b"", c",1000,80,7.500,3.000,40.000,2.000,0.500
 CSV
 tab=$'\t'
 expected="pool${tab}periodic${tab}5${tab}haltpool default (predictive)${tab}20.000${tab}10.000${tab}1${tab}1
@@ -32,6 +32,12 @@ got=$("$plot" --data "$dir/t.csv") || fail "--data exited $?"
 $got
 expected
 $expected"
+
+# A file written before the waker's lateness had a column still reads.
+sed -e 's/,submit_late_us$//' -e 's/,0\.500$//' "$dir/t.csv" >"$dir/before.csv"
+got=$("$plot" --data "$dir/before.csv") || fail "--data, no lateness column: exited $?"
+[[ $got == "$expected" ]] || fail "--data, no lateness column: got
+$got"
 
 printf 'mode,arrivals,contender,gap_us,samples,mean_us,p50_us,p99_us,cpu_pct\npool,periodic,"open,5,1,1,1,1,1\n' >"$dir/open.csv"
 err=$("$plot" --data "$dir/open.csv" 2>&1 >/dev/null)
