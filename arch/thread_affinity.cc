@@ -28,6 +28,8 @@ std::string FormatCpuList(std::vector<int> cpus) {
   return out;
 }
 
+int CurrentCpu() noexcept { return sched_getcpu(); }
+
 std::vector<int> ThreadCpus() {
   std::vector<int> cpus;
   // Start at glibc's fixed cpu_set_t size (1024 CPUs) and double while the

@@ -111,6 +111,7 @@ set(HALTPOOL_HEADERS
   runtime/coro/pool_awaiters.h
   runtime/coro/sync_wait.h
   runtime/coro/task.h
+  runtime/beside_waker.h
   runtime/idle_retuner.h
   runtime/cpu_quota.h
   runtime/environment.h
@@ -195,6 +196,7 @@ set(HALTPOOL_TESTS
   tests/pool/contention_monitor_test.cc
   tests/pool/coro_stress_test.cc
   tests/pool/coro_test.cc
+  tests/pool/beside_waker_test.cc
   tests/pool/idle_workers_test.cc
   tests/pool/injection_queue_test.cc
   tests/pool/openmetrics_parser_test.cc

@@ -1,8 +1,11 @@
 #include "runtime/idle_workers.h"
 
+#include <limits>
 #include <memory>
 #include <new>
 #include <utility>
+
+#include "arch/thread_affinity.h"
 
 namespace haltpool {
 
@@ -34,6 +37,11 @@ bool IdleWorkers::Take(size_t i) noexcept {
     return false;
   }
   num_idle_.fetch_sub(1, std::memory_order_seq_cst);
+  const int cpu = arch::CurrentCpu();
+  slots_[i].waker_cpu.store(cpu <= std::numeric_limits<int16_t>::max()
+                                ? static_cast<int16_t>(cpu)
+                                : int16_t{-1},
+                            std::memory_order_relaxed);
   return true;
 }
 

@@ -80,6 +80,7 @@ class IdleWorkers {
   // `w`'s thread.
   template <typename HasWork>
   bool AnnounceThenRecheck(int w, HasWork&& has_work) noexcept {
+    slots_[w].waker_cpu.store(-1, std::memory_order_relaxed);
     slots_[w].announced.store(
         announcements_.fetch_add(1, std::memory_order_relaxed),
         std::memory_order_relaxed);
@@ -155,6 +156,14 @@ class IdleWorkers {
     return slots_[w].handoff.load(std::memory_order_acquire) != kFree;
   }
 
+  // The CPU the waker that took worker `w` in its last idle period ran on,
+  // or -1 if none took it (its park ended by a deadline, or it found work)
+  // or the CPU is unknown. A hint, no step of the handshake: the waker
+  // stores it, relaxed, before its Unpark, so the worker sees it once its
+  // park has seen the wake. Only worker `w`'s thread, after its park.
+  int WakerCpu(int w) const noexcept {
+    return slots_[w].waker_cpu.load(std::memory_order_relaxed);
+  }
   // Workers holding a polling slot now. A relaxed snapshot; any thread.
   int num_pollers() const noexcept {
     return num_pollers_.load(std::memory_order_relaxed);
@@ -183,7 +192,10 @@ class IdleWorkers {
   // beside it is written by the waker that took the flag and read by the
   // worker as it retires, so a hand-off moves that one line.
   struct alignas(64) Slot {
-    std::atomic<bool> idle{false};         // Model: `idle[w]`.
+    std::atomic<bool> idle{false};  // Model: `idle[w]`.
+    // The CPU its last waker ran on (WakerCpu), in the flag's padding;
+    // -1 none or unknown, or a CPU above the int16_t range.
+    std::atomic<int16_t> waker_cpu{-1};
     std::atomic<uint32_t> handoff{kFree};  // Model: `slot[w]`.
     // When the worker last announced itself, in announcements_'s order; a
     // hint for WakeOne, so relaxed: a stale one picks another idle worker.

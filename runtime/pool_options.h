@@ -86,7 +86,8 @@ struct PoolOptions {
   std::optional<bool> calibrate;
   // Back off polling while polling takes CPUs from other work (steal time,
   // other runnable threads filling every CPU while threads wait, pollers
-  // preempted; idle/poll_backoff.h).
+  // preempted; idle/poll_backoff.h), and keep a worker that shares its CPU
+  // with its waker from polling there (runtime/beside_waker.h).
   // HALTPOOL_BACKOFF.
   std::optional<bool> backoff;
   // Print every worker's statistics to stderr at shutdown. HALTPOOL_STATS.

@@ -48,13 +48,15 @@ std::string FormatPoolStatsText(const PoolStats& stats) {
   for (const WorkerStats& w : stats.workers) {
     absl::StrAppend(
         &out, idle::FormatCpupower(w.idle),
-        absl::StrFormat(
-            "Tasks: %u run, %u stolen, %u handed off, %u threw\n"
-            "I/O: %s, %u completions%s%s%s%s\n",
-            w.tasks_run, w.tasks_stolen, w.tasks_handed_off, w.exceptions,
-            w.io_backend.empty() ? "unused" : w.io_backend, w.io.callbacks,
-            w.io_note.empty() ? "" : " ; ", w.io_note,
-            w.io_setup.empty() ? "" : " ; task work: ", w.io_setup),
+        absl::StrFormat("Tasks: %u run, %u stolen, %u handed off, %u threw\n"
+                        "Idle beside its waker, no poll: %u periods\n"
+                        "I/O: %s, %u completions%s%s%s%s\n",
+                        w.tasks_run, w.tasks_stolen, w.tasks_handed_off,
+                        w.exceptions, w.idles_beside_waker,
+                        w.io_backend.empty() ? "unused" : w.io_backend,
+                        w.io.callbacks, w.io_note.empty() ? "" : " ; ",
+                        w.io_note,
+                        w.io_setup.empty() ? "" : " ; task work: ", w.io_setup),
         w.io_backend.empty() ? "" : FormatIoCounts(w.io),
         absl::StrFormat("Idle options: generation %u\n",
                         w.idle_options_generation),
@@ -105,18 +107,19 @@ std::string FormatPoolStatsJson(const PoolStats& stats) {
         absl::StrFormat(
             "{\"index\":%d,\"cpu\":%d,\"numa_node\":%d,"
             "\"tasks_run\":%u,\"tasks_stolen\":%u,\"tasks_handed_off\":%u,"
-            "\"exceptions\":%u,"
+            "\"exceptions\":%u,\"idles_beside_waker\":%u,"
             "\"idle_options_generation\":%u,"
             "\"io_backend\":%s,\"io_setup\":%s,\"io_callbacks\":%u,"
             "\"io_wakes\":{\"polled\":%u,\"posted\":%u,"
             "\"woke\":%u},\"io_queues\":{\"cq_overflows\":%u,"
             "\"cqes_dropped\":%u,\"retries\":%u},\"idle\":%s}",
             w.index, w.cpu, w.numa_node, w.tasks_run, w.tasks_stolen,
-            w.tasks_handed_off, w.exceptions, w.idle_options_generation,
-            idle::JsonString(w.io_backend), idle::JsonString(w.io_setup),
-            w.io.callbacks, w.io.polled, w.io.posted, w.io.woke,
-            w.io.reactor.cq_overflows, w.io.reactor.cqes_dropped,
-            w.io.reactor.retries, idle::FormatJson(w.idle)));
+            w.tasks_handed_off, w.exceptions, w.idles_beside_waker,
+            w.idle_options_generation, idle::JsonString(w.io_backend),
+            idle::JsonString(w.io_setup), w.io.callbacks, w.io.polled,
+            w.io.posted, w.io.woke, w.io.reactor.cq_overflows,
+            w.io.reactor.cqes_dropped, w.io.reactor.retries,
+            idle::FormatJson(w.idle)));
   }
   absl::StrAppend(&out, "]}");
   return out;

@@ -27,6 +27,9 @@ struct WorkerStats {
   uint64_t tasks_stolen = 0;  // Of tasks_run, taken from another worker.
   // Of tasks_run, handed to it while it polled (IdleWorkers::HandOff).
   uint64_t tasks_handed_off = 0;
+  // Idle periods it spent without polling because its wakes came from its
+  // own CPU (runtime/beside_waker.h).
+  uint64_t idles_beside_waker = 0;
   uint64_t exceptions = 0;  // Tasks (and I/O callbacks) that threw.
   // The idle options it runs with: 0 as the pool started, else the
   // ThreadPool::SetIdleOptions change it applied last.

@@ -17,6 +17,7 @@
 #include "idle/calibration.h"
 #include "idle/parker.h"
 #include "idle/protocol_step.h"
+#include "runtime/beside_waker.h"
 #include "runtime/config.h"
 #include "runtime/cpu_quota.h"
 #include "runtime/topology.h"
@@ -63,6 +64,10 @@ struct ThreadPool::Worker {
   ContentionMark contention;  // For the contention monitor.
   // Its pass to the polling slots; made with idle_workers_.
   std::optional<PollSlotGate> poll_gate;
+  // Whether its wakes come from its own CPU (with the back-off on, it then
+  // idles without polling), and how many idle periods it spent so.
+  BesideWaker beside_waker;
+  std::atomic<uint64_t> idles_beside_waker{0};
 };
 
 absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(
@@ -454,7 +459,12 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
   if (keeper) deadline = timers_.next_deadline();
   // The idle loop asks the gate for a polling slot before each poll, so a
   // worker whose governor blocks leaves the slot to another.
-  const int64_t poll_cap = contention_->PollCapNs();
+  // A worker that shares its CPU with its waker does not poll there: the
+  // poll would hold the CPU the waker needs (runtime/beside_waker.h). With
+  // the back-off off, polling is as the governor says.
+  const bool beside_waker = options_.backoff && !w.beside_waker.may_poll();
+  if (beside_waker) Bump(w.idles_beside_waker);
+  const int64_t poll_cap = beside_waker ? 0 : contention_->PollCapNs();
   // With I/O in flight the poll state also watches the reactor (its
   // completion ring, or epoll_wait with timeout 0) and the block state
   // waits in it.
@@ -462,6 +472,7 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
   HALTPOOL_PROTOCOL_STEP();  // A wake may come before the park begins.
   w.parker->Park(deadline, /*allow_poll=*/poll_cap != 0, external, poll_cap,
                  &*w.poll_gate);
+  w.beside_waker.Woken(idle_workers_->WakerCpu(w.index), arch::CurrentCpu());
   const bool polled = w.poll_gate->TakePolled();
   if (w.contention.measuring) contention_->AfterIdle(w.contention, polled);
   idle_workers_->Retire(w.index);
@@ -575,6 +586,8 @@ PoolStats ThreadPool::Stats() const {
     ws.tasks_run = w->tasks_run.load(std::memory_order_relaxed);
     ws.tasks_stolen = w->tasks_stolen.load(std::memory_order_relaxed);
     ws.tasks_handed_off = w->tasks_handed_off.load(std::memory_order_relaxed);
+    ws.idles_beside_waker =
+        w->idles_beside_waker.load(std::memory_order_relaxed);
     ws.exceptions = w->exceptions.load(std::memory_order_relaxed);
     ws.idle_options_generation =
         w->idle_generation.load(std::memory_order_relaxed);

@@ -235,7 +235,8 @@ std::vector<Tunable> MakeTunables() {
       "HALTPOOL_BACKOFF", "backoff",
       "1 backs off polling while polling takes CPUs from other work (steal "
       "time over 10 %, other processes' runnable threads filling every CPU "
-      "while threads wait, a poller kept from its CPU); 0 polls regardless",
+      "while threads wait, a poller kept from its CPU, a worker woken twice "
+      "in a row from its own CPU); 0 polls regardless",
       BoolCodec{}, [](const PoolOptions& o) { return o.backoff; },
       [](auto& c) -> auto& { return c.pool.backoff; }));
   rows.push_back(Row(

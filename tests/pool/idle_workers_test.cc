@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "arch/thread_affinity.h"
 #include "gtest/gtest.h"
 #include "idle/parker.h"
 
@@ -66,6 +67,22 @@ TEST_F(IdleWorkersTest, WakeOneTakesTheAnnouncedWorker) {
   EXPECT_FALSE(idle_.WakeOne());
   idle_.Retire(2);
   EXPECT_EQ(idle_.num_idle(), 0);
+}
+
+TEST_F(IdleWorkersTest, AWakeNotesTheWakersCpuAndAnAnnouncementClearsIt) {
+  ASSERT_TRUE(idle_.AnnounceThenRecheck(1, [] { return false; }));
+  EXPECT_EQ(idle_.WakerCpu(1), -1) << "nobody woke it yet";
+  const int cpu = arch::ThreadCpus().back();
+  {
+    const arch::ScopedThreadCpu on(cpu);
+    ASSERT_TRUE(on.status().ok()) << on.status();
+    EXPECT_TRUE(idle_.WakeOne());
+  }
+  EXPECT_EQ(idle_.WakerCpu(1), cpu) << "woken from that CPU";
+  idle_.Retire(1);
+  ASSERT_TRUE(idle_.AnnounceThenRecheck(1, [] { return false; }));
+  EXPECT_EQ(idle_.WakerCpu(1), -1) << "a new idle period, no waker yet";
+  idle_.Retire(1);
 }
 
 TEST_F(IdleWorkersTest, EachWakeTakesADifferentWorker) {

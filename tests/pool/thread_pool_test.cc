@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "arch/cycle_clock.h"
+#include "arch/thread_affinity.h"
 #include "gtest/gtest.h"
 #include "runtime/config.h"
 
@@ -320,9 +321,12 @@ TEST(PoolStatsFormat, TextAndJsonCarryEveryWorker) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("Idle options: as started\n"), std::string::npos) << text;
-  EXPECT_NE(json.find(",\"tasks_handed_off\":0,\"exceptions\":0,"
-                      "\"idle_options_generation\":0,"),
-            std::string::npos)
+  EXPECT_NE(text.find("Idle beside its waker, no poll: "), std::string::npos)
+      << text;
+  EXPECT_NE(
+      json.find(",\"tasks_handed_off\":0,\"exceptions\":0,"
+                "\"idles_beside_waker\":0,\"idle_options_generation\":0,"),
+      std::string::npos)
       << json;
   EXPECT_NE(json.find("},\"idle_options\":{\"changes\":0,"
                       "\"last_change_at_unix_ns\":null,\"last_change\":\"\"},"
@@ -503,6 +507,41 @@ TEST(PoolBackoff, OffNeverSamples) {
   EXPECT_FALSE(b.enabled);
   EXPECT_EQ(b.samples, 0u);
   EXPECT_EQ(FormatBackoff(b), "off");
+}
+
+// A worker kept on the submitter's CPU (HALTPOOL_CPUS and a pinned
+// submitter) is woken from its own CPU every time: after two such wakes it
+// idles without polling (runtime/beside_waker.h), and with the back-off off
+// it polls as its governor says. `poll` would otherwise poll every period.
+uint64_t IdlesBesideWaker(const std::string& backoff) {
+  const int cpu = arch::ThreadCpus().back();
+  const arch::ScopedThreadCpu on(cpu);
+  EXPECT_TRUE(on.status().ok()) << on.status();
+  PoolOptions o;
+  o.workers = 1;
+  o.idle.governor = "poll";
+  auto pool =
+      *ThreadPool::Create(o, MapEnvironment(std::map<std::string, std::string>{
+                                 {"HALTPOOL_CPUS", std::to_string(cpu)},
+                                 {"HALTPOOL_BACKOFF", backoff}}));
+  for (int i = 0; i < 20; ++i) {
+    TaskGroup g;
+    EXPECT_TRUE(pool->Submit(g, [] {}).ok());
+    pool->Wait(g);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const PoolStats stats = pool->Stats();
+  EXPECT_NE(FormatPoolStatsText(stats).find("Idle beside its waker, no poll: "),
+            std::string::npos);
+  return stats.workers[0].idles_beside_waker;
+}
+
+TEST(PoolBesideWaker, AWorkerOnItsWakersCpuStopsPolling) {
+  EXPECT_GE(IdlesBesideWaker("1"), 10u);
+}
+
+TEST(PoolBesideWaker, WithTheBackOffOffItPollsAsTheGovernorSays) {
+  EXPECT_EQ(IdlesBesideWaker("0"), 0u);
 }
 
 }  // namespace
