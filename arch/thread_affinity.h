@@ -15,9 +15,10 @@
 
 namespace haltpool::arch {
 
-// The CPU the calling thread runs on now (sched_getcpu: read from rseq or
-// the vDSO, tens of nanoseconds, no system call on x86-64 and arm64), or -1
-// if the kernel does not say. A snapshot: the thread may move right after.
+// The CPU the calling thread runs on now (sched_getcpu), or -1 if the
+// kernel does not say. Tens of nanoseconds where glibc reads it from rseq
+// (2.35 and later, as Debian 12's 2.36) or the vDSO has getcpu (x86-64);
+// a system call otherwise. A snapshot: the thread may move right after.
 // Any thread; fit for hot paths.
 int CurrentCpu() noexcept;
 

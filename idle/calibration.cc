@@ -180,10 +180,10 @@ int64_t PollWake(int round_trips, const std::vector<int>& cpus) {
 
 // How late a timed block ends: `waits` times, a FUTEX_WAIT that nobody
 // wakes until now + `wait_ns`, on a new thread with a worker's timer slack,
-// pinned to the last of `cpus` (so that, with two, the caller's CPU is not
-// the one that halts). The 90th percentile of the lateness in ns, as the
-// predictive governor takes its margin. A wait that ends early (a signal)
-// waits again until its deadline.
+// pinned to the last of `cpus` (the block measurement's responder's CPU),
+// so its CPU halts while it waits as an idle worker's does. The 90th
+// percentile of the lateness in ns, as the predictive governor takes its
+// margin. A wait that ends early (a signal) waits again until its deadline.
 int64_t TimedWaitLateness(int waits, int64_t wait_ns,
                           const std::vector<int>& cpus) {
   std::vector<int64_t> late;

@@ -151,7 +151,7 @@ class PredictiveGovernor final : public Governor {
   int history_count_ = 0;
   int history_next_ = 0;
   // Lateness of the last limited blocks that ran out, and its 90th
-  // percentile: the wake margin (the block's exit latency until then).
+  // percentile: the wake margin (PredictiveParams::wake_margin_ns until then).
   std::array<int64_t, kLatenessHistory> lateness_{};
   int lateness_count_ = 0;
   int lateness_next_ = 0;

@@ -156,11 +156,14 @@ class IdleWorkers {
     return slots_[w].handoff.load(std::memory_order_acquire) != kFree;
   }
 
-  // The CPU the waker that took worker `w` in its last idle period ran on,
-  // or -1 if none took it (its park ended by a deadline, or it found work)
-  // or the CPU is unknown. A hint, no step of the handshake: the waker
-  // stores it, relaxed, before its Unpark, so the worker sees it once its
-  // park has seen the wake. Only worker `w`'s thread, after its park.
+  // The CPU the waker that took worker `w` in its current idle period ran
+  // on, or -1 if none took it (its park ended by a deadline, or I/O) or the
+  // CPU is unknown. A hint, no step of the handshake: the waker stores it,
+  // relaxed, after taking the flag and before its Unpark, so the worker
+  // sees it once its park has seen the wake. A waker that took the worker
+  // in an earlier period, after that park had ended, may store it late;
+  // its Unpark then ends this period too. Only worker `w`'s thread, after
+  // its park.
   int WakerCpu(int w) const noexcept {
     return slots_[w].waker_cpu.load(std::memory_order_relaxed);
   }

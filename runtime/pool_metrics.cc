@@ -190,6 +190,10 @@ std::string FormatPoolStatsOpenMetrics(const PoolStats& stats) {
       {"haltpool_tasks_handed_off",
        "Of the tasks run, those handed to the worker while it polled.",
        [](const WorkerStats& w) { return w.tasks_handed_off; }},
+      {"haltpool_idles_beside_waker",
+       "Idle periods without polling because the worker's wakes came from "
+       "its own CPU.",
+       [](const WorkerStats& w) { return w.idles_beside_waker; }},
       {"haltpool_exceptions", "Tasks and I/O callbacks that threw.",
        [](const WorkerStats& w) { return w.exceptions; }},
       {"haltpool_io_callbacks", "I/O completions whose callback ran.",

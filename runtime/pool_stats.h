@@ -28,7 +28,7 @@ struct WorkerStats {
   // Of tasks_run, handed to it while it polled (IdleWorkers::HandOff).
   uint64_t tasks_handed_off = 0;
   // Idle periods it spent without polling because its wakes came from its
-  // own CPU (runtime/beside_waker.h).
+  // own CPU (runtime/beside_waker.h), where it would have been allowed to.
   uint64_t idles_beside_waker = 0;
   uint64_t exceptions = 0;  // Tasks (and I/O callbacks) that threw.
   // The idle options it runs with: 0 as the pool started, else the

@@ -459,16 +459,21 @@ void ThreadPool::IdleOnce(Worker& w, bool stop_ends_idle) {
   if (keeper) deadline = timers_.next_deadline();
   // The idle loop asks the gate for a polling slot before each poll, so a
   // worker whose governor blocks leaves the slot to another.
-  // A worker that shares its CPU with its waker does not poll there: the
-  // poll would hold the CPU the waker needs (runtime/beside_waker.h). With
-  // the back-off off, polling is as the governor says.
-  const bool beside_waker = options_.backoff && !w.beside_waker.may_poll();
-  if (beside_waker) Bump(w.idles_beside_waker);
-  const int64_t poll_cap = beside_waker ? 0 : contention_->PollCapNs();
   // With I/O in flight the poll state also watches the reactor (its
   // completion ring, or epoll_wait with timeout 0) and the block state
   // waits in it.
   idle::ExternalWait* external = w.io.WaitWhileInFlight();
+  // A worker that shares its CPU with its waker does not poll there: the
+  // poll would hold the CPU the waker needs (runtime/beside_waker.h). Not
+  // for the timer keeper or a worker with I/O in flight, whose wakes come
+  // from a timer or the kernel; with the back-off off, polling is as the
+  // governor says.
+  int64_t poll_cap = contention_->PollCapNs();
+  if (options_.backoff && poll_cap != 0 && deadline == arch::kNoDeadline &&
+      external == nullptr && !w.beside_waker.NextMayPoll()) {
+    poll_cap = 0;
+    Bump(w.idles_beside_waker);
+  }
   HALTPOOL_PROTOCOL_STEP();  // A wake may come before the park begins.
   w.parker->Park(deadline, /*allow_poll=*/poll_cap != 0, external, poll_cap,
                  &*w.poll_gate);

@@ -116,6 +116,8 @@ TEST(PoolMetricsTest, EveryWorkerAndStateHasItsValues) {
     EXPECT_EQ(Value(e, "haltpool_tasks_stolen_total", l), Str(w.tasks_stolen));
     EXPECT_EQ(Value(e, "haltpool_tasks_handed_off_total", l),
               Str(w.tasks_handed_off));
+    EXPECT_EQ(Value(e, "haltpool_idles_beside_waker_total", l),
+              Str(w.idles_beside_waker));
     EXPECT_EQ(Value(e, "haltpool_exceptions_total", l), Str(w.exceptions));
     EXPECT_EQ(Value(e, "haltpool_io_callbacks_total", l), Str(w.io.callbacks));
     EXPECT_EQ(Value(e, "haltpool_io_cq_overflows_total", l),

@@ -513,7 +513,7 @@ TEST(PoolBackoff, OffNeverSamples) {
 // submitter) is woken from its own CPU every time: after two such wakes it
 // idles without polling (runtime/beside_waker.h), and with the back-off off
 // it polls as its governor says. `poll` would otherwise poll every period.
-uint64_t IdlesBesideWaker(const std::string& backoff) {
+WorkerStats BesideItsWaker(const std::string& backoff) {
   const int cpu = arch::ThreadCpus().back();
   const arch::ScopedThreadCpu on(cpu);
   EXPECT_TRUE(on.status().ok()) << on.status();
@@ -533,15 +533,22 @@ uint64_t IdlesBesideWaker(const std::string& backoff) {
   const PoolStats stats = pool->Stats();
   EXPECT_NE(FormatPoolStatsText(stats).find("Idle beside its waker, no poll: "),
             std::string::npos);
-  return stats.workers[0].idles_beside_waker;
+  return stats.workers[0];
 }
 
 TEST(PoolBesideWaker, AWorkerOnItsWakersCpuStopsPolling) {
-  EXPECT_GE(IdlesBesideWaker("1"), 10u);
+  const WorkerStats w = BesideItsWaker("1");
+  EXPECT_GE(w.idles_beside_waker, 10u);
+  // Blocked, so the submitter's wakes found it asleep (the first two
+  // periods polled, before two wakes showed the placement).
+  EXPECT_GE(w.idle.wakes.syscall, 10u);
 }
 
 TEST(PoolBesideWaker, WithTheBackOffOffItPollsAsTheGovernorSays) {
-  EXPECT_EQ(IdlesBesideWaker("0"), 0u);
+  const WorkerStats w = BesideItsWaker("0");
+  EXPECT_EQ(w.idles_beside_waker, 0u);
+  // `poll` never blocks: no wake found it asleep.
+  EXPECT_EQ(w.idle.wakes.syscall, 0u);
 }
 
 }  // namespace
