@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -22,6 +23,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "arch/cycle_clock.h"
+#include "arch/thread_affinity.h"
 #include "gtest/gtest.h"
 #include "runtime/thread_pool.h"
 #include "tests/torture/protocol_chaos.h"
@@ -194,37 +196,68 @@ TEST_P(PoolTorture, EveryTaskTimerAndCompletionExactlyOnce) {
 // One task at a time: each submission finds every worker idle (polling,
 // going to sleep or asleep), so each must wake one or hand its task to one
 // that polls; a lost wake leaves the task queued (or in a worker's slot)
-// while all workers sleep, and the wait for it times out.
-TEST_P(PoolTorture, EveryLoneSubmissionWakesAWorker) {
-  PoolOptions options;
-  options.workers = 2;
-  options.idle.governor = GetParam();
-  options.backoff = false;  // Polling governors keep polling: hand-offs.
+// while all workers sleep, and the wait for it times out. Returns the
+// workers' statistics.
+std::vector<WorkerStats> LoneSubmissions(const PoolOptions& options,
+                                         const Environment& env) {
   absl::StatusOr<std::unique_ptr<ThreadPool>> created =
-      ThreadPool::Create(options, MapEnvironment());
-  ASSERT_TRUE(created.ok()) << created.status();
+      ThreadPool::Create(options, env);
+  EXPECT_TRUE(created.ok()) << created.status();
+  if (!created.ok()) return {};
   ThreadPool& pool = **created;
   std::minstd_rand rng(7);
   constexpr int kLone = 20000 / kScale;
   for (int i = 0; i < kLone; ++i) {
     std::atomic<bool> ran{false};
-    ASSERT_TRUE(pool.Submit([&ran] { ran.store(true); }).ok());
+    EXPECT_TRUE(pool.Submit([&ran] { ran.store(true); }).ok());
     // Let the workers get to different points of going idle.
     if ((rng() & 7) == 0) std::this_thread::yield();
     const int64_t limit = arch::MonotonicNowNs() + 5000000000;  // 5 s
     while (!ran.load()) {
-      ASSERT_LT(arch::MonotonicNowNs(), limit)
-          << "governor " << GetParam() << ": submission " << i
-          << " never ran: its wake was lost";
+      if (arch::MonotonicNowNs() >= limit) {
+        ADD_FAILURE() << "governor " << *options.idle.governor
+                      << ": submission " << i
+                      << " never ran: its wake was lost";
+        return {};
+      }
+      // A worker on this thread's CPU needs it to run the task.
+      std::this_thread::yield();
     }
   }
+  return pool.Stats().workers;
+}
+
+TEST_P(PoolTorture, EveryLoneSubmissionWakesAWorker) {
+  PoolOptions options;
+  options.workers = 2;
+  options.idle.governor = GetParam();
+  options.backoff = false;  // Polling governors keep polling: hand-offs.
+  const std::vector<WorkerStats> workers =
+      LoneSubmissions(options, MapEnvironment());
   // Under `poll` a worker always polls while idle, so submissions hand
   // tasks off: that path was tortured too.
   uint64_t handed_off = 0;
-  for (const WorkerStats& w : pool.Stats().workers) {
-    handed_off += w.tasks_handed_off;
-  }
+  for (const WorkerStats& w : workers) handed_off += w.tasks_handed_off;
   if (std::string(GetParam()) == "poll") EXPECT_GT(handed_off, 0u);
+}
+
+// The same with the worker kept on the submitter's CPU and the back-off on:
+// every wake comes from the worker's own CPU, so it idles without polling
+// (runtime/beside_waker.h), but for a probing poll in 32 periods; the
+// waker's note of its CPU and the switch between a poll cap of 0 and the
+// governor's own are tortured with the wakes.
+TEST_P(PoolTorture, LoneSubmissionsWakeAWorkerBesideItsWaker) {
+  const int cpu = arch::ThreadCpus().back();
+  const arch::ScopedThreadCpu on(cpu);
+  ASSERT_TRUE(on.status().ok()) << on.status();
+  PoolOptions options;
+  options.workers = 1;
+  options.idle.governor = GetParam();
+  const std::vector<WorkerStats> workers = LoneSubmissions(
+      options, MapEnvironment(std::map<std::string, std::string>{
+                   {"HALTPOOL_CPUS", std::to_string(cpu)}}));
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_GT(workers[0].idles_beside_waker, 0u) << "the path was not taken";
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryGovernor, PoolTorture,
