@@ -107,6 +107,16 @@ std::string Source(const Config& c, const std::string& name) {
   return std::string(ValueSourceName(Var(c, name).source));
 }
 
+// A calibration that measured a block wake of `block_wake_ns` and a timed
+// block `timed_wait_late_ns` late.
+idle::Calibration Measured(int64_t block_wake_ns, int64_t timed_wait_late_ns) {
+  idle::Calibration c;
+  c.measured = true;
+  c.block_wake_ns = block_wake_ns;
+  c.timed_wait_late_ns = timed_wait_late_ns;
+  return c;
+}
+
 std::vector<std::string> Names(const Config& c) {
   std::vector<std::string> names;
   for (const ResolvedVariable& v : c.variables) names.push_back(v.name);
@@ -601,9 +611,7 @@ TEST(ConfigDisplay, NamesEverySource) {
   code.idle.block_exit_latency_ns = 4000;
   Config c = ResolveOk({{"HALTPOOL_POLL_GROW", "3"}}, code,
                        Detected(arch::HostEnvironment::kKvmShared));
-  idle::Calibration measured;
-  measured.measured = true;
-  measured.block_wake_ns = 21000;
+  const idle::Calibration measured = Measured(21000, 0);
   ApplyCalibration(measured, c);
   const std::string out = DisplayEnv(c);
   EXPECT_THAT(out, HasSubstr("  HALTPOOL_POLL_GROW = '3'  [environment]\n"));
@@ -677,10 +685,7 @@ TEST(ConfigProfile, CalibrationFillsOnlyWhatCodeAndEnvironmentLeft) {
   Config c = ResolveOk({}, code, Detected(arch::HostEnvironment::kKvmShared));
   EXPECT_TRUE(c.pool.calibrate);
   EXPECT_TRUE(WantsCalibration(c)) << "the residency is still the profile's";
-  idle::Calibration measured;
-  measured.measured = true;
-  measured.block_wake_ns = 30000;
-  measured.timed_wait_late_ns = 40000;
+  const idle::Calibration measured = Measured(30000, 40000);
   ApplyCalibration(measured, c);
   EXPECT_EQ(c.pool.idle.wake_margin_ns, 40000);
   EXPECT_EQ(Source(c, "HALTPOOL_WAKE_MARGIN_NS"), "calibration");
@@ -699,10 +704,7 @@ TEST(ConfigProfile, TheCalibrationsLatenessIsTheFirstWakeMargin) {
   EXPECT_EQ(c.pool.idle.wake_margin_ns,
             idle::ProfileFor(c.environment).block_exit_latency_ns);
   EXPECT_TRUE(WantsCalibration(c)) << "the wake margin is the profile's";
-  idle::Calibration measured;
-  measured.measured = true;
-  measured.block_wake_ns = 30000;
-  measured.timed_wait_late_ns = 47000;
+  const idle::Calibration measured = Measured(30000, 47000);
   ApplyCalibration(measured, c);
   EXPECT_EQ(c.pool.idle.wake_margin_ns, 47000);
   EXPECT_EQ(Source(c, "HALTPOOL_WAKE_MARGIN_NS"), "calibration");
@@ -718,9 +720,7 @@ TEST(ConfigProfile, TheCalibrationsLatenessIsTheFirstWakeMargin) {
 }
 
 TEST(ConfigProfile, NoCalibrationWhereItIsOffOrNothingIsLeft) {
-  idle::Calibration measured;
-  measured.measured = true;
-  measured.block_wake_ns = 30000;
+  const idle::Calibration measured = Measured(30000, 0);
   Config off = ResolveOk({{"HALTPOOL_CALIBRATE", "0"}});
   EXPECT_FALSE(WantsCalibration(off));
   ApplyCalibration(measured, off);
@@ -797,10 +797,7 @@ TEST(ConfigChange, ABlockCostSetAfterResolvingIsNotCalibratedAway) {
   change.idle.wake_margin_ns = 50000;
   ASSERT_TRUE(ApplyCodeOptions(change, c).ok());
   EXPECT_FALSE(WantsCalibration(c));
-  idle::Calibration measured;
-  measured.measured = true;
-  measured.block_wake_ns = 30000;
-  measured.timed_wait_late_ns = 40000;
+  const idle::Calibration measured = Measured(30000, 40000);
   ApplyCalibration(measured, c);
   EXPECT_EQ(c.pool.idle.block_exit_latency_ns, 8000);
   EXPECT_EQ(c.pool.idle.block_target_residency_ns, 16000);
