@@ -43,6 +43,7 @@ Selection PredictiveGovernor::Plan(const IdleContext& context) noexcept {
   // Rule 1: the expected wake.
   expected_ns_ = 0;
   poll_until_ns_ = 0;
+  second_ns_ = 0;
   if (context.deadline_ns != kNoTimer) {
     expected_ns_ = context.deadline_ns;
     poll_until_ns_ = context.deadline_ns;
@@ -57,6 +58,17 @@ Selection PredictiveGovernor::Plan(const IdleContext& context) noexcept {
       poll_until_ns_ = predicted + tolerance;
       if (context.deadline_ns != kNoTimer) {
         poll_until_ns_ = std::min(poll_until_ns_, context.deadline_ns);
+      }
+      // Rule 5: in a burst, the longest recent period, the gap between
+      // bursts, comes next.
+      const int64_t longest =
+          *std::max_element(history_.begin(), history_.end());
+      const int64_t second = period_start_ns_ + longest;
+      if (pattern.median_ns < params_.block_target_residency_ns &&
+          longest >= kSecondRhythm * pattern.median_ns &&
+          second > poll_until_ns_ && second < context.deadline_ns) {
+        second_ns_ = second;
+        second_until_ns_ = std::min(second + tolerance, context.deadline_ns);
       }
     }
   }
@@ -77,6 +89,13 @@ int64_t PredictiveGovernor::CapNs(const IdleContext& context) const noexcept {
 
 Selection PredictiveGovernor::Step(const IdleContext& context) noexcept {
   const int64_t cap = CapNs(context);
+  // Rule 5: the poll across the first wake is over.
+  if (second_ns_ != 0 && (poll_ran_out_ || context.now_ns >= poll_until_ns_)) {
+    expected_ns_ = second_ns_;
+    poll_until_ns_ = second_until_ns_;
+    second_ns_ = 0;
+    poll_ran_out_ = false;
+  }
   // With no poll allowed, a block ahead of the wake would only end early.
   if (expected_ns_ == 0 || poll_ran_out_ || cap == 0) {
     return Block(kBlockUntilDeadline);

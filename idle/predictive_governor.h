@@ -35,7 +35,20 @@
 //     the block lasts until the deadline for a timer, and for a predicted
 //     wake until the prediction plus a tolerance of twice the kept periods'
 //     median absolute deviation (at least kMinToleranceNs); a poll that
-//     runs out is followed by a block.
+//     runs out is followed by a block, unless rule 5 gives a second wake.
+//  5. A second expected wake, after a burst. A source that sends bursts of
+//     tasks a few microseconds apart, with a longer gap between bursts,
+//     shows a regular period too short to block for (under the block
+//     state's target residency), and the burst's first task comes after
+//     the gap: the longest period in the history, when it is at least
+//     kSecondRhythm times the regular one (an outlier the detector dropped,
+//     or one within its jitter). Once the poll across the short period runs
+//     out without a wake, the plan goes on as rules 3 and 4 for the gap,
+//     with the same tolerance; a poll across it that runs out too is
+//     followed by a block. A longer regular period has no second wake: a
+//     worker of a pool that sometimes misses one of a periodic stream's
+//     tasks (another worker took it) sees twice the period, and polling
+//     ahead of that would only burn CPU beside the worker that has it.
 //  Every poll is capped at PredictiveParams::poll_ns and at the caller's
 //  IdleContext::poll_cap_ns, and rule 3 plans with the lower of the two.
 //  Where the caller allows no poll, the period is one block until the wake
@@ -92,12 +105,16 @@ class PredictiveGovernor final : public Governor {
   // 1/kDecay (teo decays its bins by 1/2 per period; this moves more slowly
   // so one short period among long ones does not start polling).
   static constexpr int kDecay = 8;
+  // Rule 5: a period this many times the pattern's is a second rhythm (the
+  // gap between bursts); a shorter one is the pattern's own lateness, which
+  // the tolerance covers or a block waits out.
+  static constexpr int64_t kSecondRhythm = 2;
 
   explicit PredictiveGovernor(const PredictiveParams& params) noexcept;
 
   absl::string_view name() const noexcept override { return "predictive"; }
 
-  // Plans the period on its first call (rules 1 to 4), then returns the
+  // Plans the period on its first call (rules 1 to 5), then returns the
   // plan's next step.
   Selection Select(const IdleContext& context) noexcept override;
 
@@ -138,9 +155,11 @@ class PredictiveGovernor final : public Governor {
   // The idle period in progress.
   bool in_period_ = false;
   int64_t period_start_ns_ = 0;
-  int64_t expected_ns_ = 0;    // The expected wake; 0 if none.
-  int64_t poll_until_ns_ = 0;  // End of the planned poll across it.
-  int64_t select_ns_ = 0;      // now_ns of the last Select.
+  int64_t expected_ns_ = 0;      // The expected wake; 0 if none.
+  int64_t poll_until_ns_ = 0;    // End of the planned poll across it.
+  int64_t second_ns_ = 0;        // Rule 5's second expected wake; 0 if none.
+  int64_t second_until_ns_ = 0;  // End of the poll across that.
+  int64_t select_ns_ = 0;        // now_ns of the last Select.
   int64_t block_until_ns_ = kBlockUntilDeadline;  // Of the last selection.
   bool poll_ran_out_ = false;  // The planned poll ended without a wake.
   bool limited_block_ran_out_ = false;  // The last step was such a block.

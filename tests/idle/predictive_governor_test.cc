@@ -396,6 +396,92 @@ TEST(PredictiveGovernorRules, APredictedWakeThatDoesNotComeEndsInABlock) {
   EXPECT_EQ(w.Stats().poll_timeouts, timeouts + 1);
 }
 
+// Bursts of seven short periods, then one of `gap`: the pattern is the
+// short period, and the gap is the history's longest.
+void RunBursts(Waiter& w, int64_t gap, int bursts) {
+  for (int i = 0; i < bursts * 8; ++i) {
+    const int64_t length = i % 8 == 7 ? gap : 5 * kUs;
+    w.Idle(kNever, w.clock.NowNs() + length, 0);
+  }
+}
+
+TEST(PredictiveGovernorRules, TheGapBetweenBurstsIsPolledAcrossAfterTheBurst) {
+  Waiter w;
+  RunBursts(w, 20 * kUs, 4);
+  ASSERT_EQ(w.governor.predicted_interval_ns(), 5 * kUs);
+  // The burst's first task after its gap: the poll across the short period
+  // runs out, and the waiter polls on across the longest one.
+  const uint64_t timeouts = w.Stats().poll_timeouts;
+  EXPECT_EQ(w.Idle(kNever, w.clock.NowNs() + 20 * kUs), IdleResult::kWoken);
+  EXPECT_EQ(w.last_state, kPollState);
+  EXPECT_EQ(w.Stats().poll_timeouts, timeouts + 1);
+}
+
+TEST(PredictiveGovernorRules, AFarGapBetweenBurstsIsBlockedForThenPolled) {
+  Waiter w;
+  RunBursts(w, 1 * kMs, 4);
+  ASSERT_EQ(w.governor.predicted_interval_ns(), 5 * kUs);
+  const int64_t start = w.clock.NowNs();
+  // The short poll runs out: block until the margin before the longest
+  // period, then poll across it.
+  Selection s = w.governor.Select({start, kNever});
+  ASSERT_EQ(s.state, kPollState);
+  w.governor.Reflect(kPollState, s.poll_limit_ns, IdleExit::kTimeout);
+  const int64_t now = start + s.poll_limit_ns;
+  s = w.governor.Select({now, kNever});
+  EXPECT_EQ(s.state, kBlockState);
+  EXPECT_EQ(s.block_until_ns, start + 1 * kMs - w.governor.wake_margin_ns());
+  w.governor.Reflect(kBlockState, s.block_until_ns - now, IdleExit::kTimeout);
+  s = w.governor.Select({s.block_until_ns, kNever});
+  EXPECT_EQ(s.state, kPollState);
+  EXPECT_EQ(s.poll_limit_ns,
+            w.governor.wake_margin_ns() + PredictiveGovernor::kMinToleranceNs);
+}
+
+TEST(PredictiveGovernorRules, ALatePeriodIsNoSecondRhythm) {
+  Waiter w;
+  // The longest period is under twice the pattern's: the pattern running
+  // late, not a gap between bursts.
+  RunBursts(w, 9 * kUs, 4);
+  ASSERT_EQ(w.governor.predicted_interval_ns(), 5 * kUs);
+  EXPECT_EQ(w.Idle(kNever, w.clock.NowNs() + 9 * kUs), IdleResult::kWoken);
+  EXPECT_EQ(w.last_state, kBlockState);
+}
+
+TEST(PredictiveGovernorRules, ALongPatternHasNoSecondWake) {
+  Waiter w;
+  // Periods of 1 ms, too long to be a burst, and one of 3 ms (a task
+  // another worker took) in every eight.
+  for (int i = 0; i < 32; ++i) {
+    const int64_t length = i % 8 == 7 ? 3 * kMs : 1 * kMs;
+    w.Idle(kNever, w.clock.NowNs() + length, 0);
+  }
+  ASSERT_EQ(w.governor.predicted_interval_ns(), 1 * kMs);
+  // Once the poll across the regular period runs out, it blocks until woken.
+  const int64_t start = w.clock.NowNs();
+  Selection s = w.governor.Select({start, kNever});
+  ASSERT_EQ(s.state, kBlockState);
+  w.governor.Reflect(kBlockState, s.block_until_ns - start, IdleExit::kTimeout);
+  int64_t now = s.block_until_ns;
+  s = w.governor.Select({now, kNever});
+  ASSERT_EQ(s.state, kPollState);
+  w.governor.Reflect(kPollState, s.poll_limit_ns, IdleExit::kTimeout);
+  now += s.poll_limit_ns;
+  s = w.governor.Select({now, kNever});
+  EXPECT_EQ(s.state, kBlockState);
+  EXPECT_EQ(s.block_until_ns, kBlockUntilDeadline);
+}
+
+TEST(PredictiveGovernorRules, ASecondWakeThatDoesNotComeEndsInABlock) {
+  Waiter w;
+  RunBursts(w, 20 * kUs, 4);
+  const uint64_t timeouts = w.Stats().poll_timeouts;
+  EXPECT_EQ(w.Idle(kNever, w.clock.NowNs() + 5 * kMs), IdleResult::kWoken);
+  EXPECT_EQ(w.last_state, kBlockState);
+  // The poll across the short period, then the one across the gap.
+  EXPECT_EQ(w.Stats().poll_timeouts, timeouts + 2);
+}
+
 TEST(PredictiveGovernorRules, RegularShortPeriodsArePolledAcross) {
   Waiter w;
   for (int i = 0; i < 20; ++i) w.Idle(kNever, w.clock.NowNs() + 3 * kUs, 0);
