@@ -42,10 +42,13 @@
 //     state's target residency), and the burst's first task comes after
 //     the gap: the longest period in the history, when it is at least
 //     kSecondRhythm times the regular one (an outlier the detector dropped,
-//     or one within its jitter). Once the poll across the short period runs
-//     out without a wake, the plan goes on as rules 3 and 4 for the gap,
-//     with the same tolerance; a poll across it that runs out too is
-//     followed by a block. A longer regular period has no second wake: a
+//     or one within its jitter), if it ends before the caller's deadline.
+//     Once the poll across the short period is over without a wake (it ran
+//     out, the cap cut it short, or a block outlasted it), the plan goes on
+//     as rules 3 and 4 for the gap, with the same tolerance; a poll across
+//     it that runs out too is followed by a block. The gap is seen only
+//     while it is in the history: bursts of up to seven short periods. A
+//     longer regular period has no second wake: a
 //     worker of a pool that sometimes misses one of a periodic stream's
 //     tasks (another worker took it) sees twice the period, and polling
 //     ahead of that would only burn CPU beside the worker that has it.
@@ -139,7 +142,8 @@ class PredictiveGovernor final : public Governor {
 
   Selection Plan(const IdleContext& context) noexcept;
   // The plan's step at `context.now_ns`: block until the margin before the
-  // expected wake, poll across it, or block once the poll ran out.
+  // expected wake, poll across it, or block once the poll ran out; once the
+  // poll across the first wake is over, the same for rule 5's second.
   Selection Step(const IdleContext& context) noexcept;
   // The longest poll allowed now: the governor's cap or the caller's.
   int64_t CapNs(const IdleContext& context) const noexcept;

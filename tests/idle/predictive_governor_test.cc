@@ -397,11 +397,12 @@ TEST(PredictiveGovernorRules, APredictedWakeThatDoesNotComeEndsInABlock) {
 }
 
 // Bursts of seven short periods, then one of `gap`: the pattern is the
-// short period, and the gap is the history's longest.
-void RunBursts(Waiter& w, int64_t gap, int bursts) {
+// short period, and the gap is the history's longest. Blocks that run out
+// end `lateness_ns` late.
+void RunBursts(Waiter& w, int64_t gap, int bursts, int64_t lateness_ns = 0) {
   for (int i = 0; i < bursts * 8; ++i) {
     const int64_t length = i % 8 == 7 ? gap : 5 * kUs;
-    w.Idle(kNever, w.clock.NowNs() + length, 0);
+    w.Idle(kNever, w.clock.NowNs() + length, lateness_ns);
   }
 }
 
@@ -419,8 +420,11 @@ TEST(PredictiveGovernorRules, TheGapBetweenBurstsIsPolledAcrossAfterTheBurst) {
 
 TEST(PredictiveGovernorRules, AFarGapBetweenBurstsIsBlockedForThenPolled) {
   Waiter w;
-  RunBursts(w, 1 * kMs, 4);
+  // Timed blocks end 10 us late: the margin is learned from the blocks
+  // ahead of the gaps.
+  RunBursts(w, 1 * kMs, 4, 10 * kUs);
   ASSERT_EQ(w.governor.predicted_interval_ns(), 5 * kUs);
+  ASSERT_GE(w.governor.wake_margin_ns(), 10 * kUs);
   const int64_t start = w.clock.NowNs();
   // The short poll runs out: block until the margin before the longest
   // period, then poll across it.
@@ -468,6 +472,21 @@ TEST(PredictiveGovernorRules, ALongPatternHasNoSecondWake) {
   w.governor.Reflect(kPollState, s.poll_limit_ns, IdleExit::kTimeout);
   now += s.poll_limit_ns;
   s = w.governor.Select({now, kNever});
+  EXPECT_EQ(s.state, kBlockState);
+  EXPECT_EQ(s.block_until_ns, kBlockUntilDeadline);
+}
+
+TEST(PredictiveGovernorRules, ATimerBeforeTheGapLeavesNoSecondWake) {
+  Waiter w;
+  RunBursts(w, 1 * kMs, 4);
+  // The caller's timer comes before the gap ends: once the poll across the
+  // short period runs out, the block lasts until the timer.
+  const int64_t start = w.clock.NowNs();
+  const int64_t deadline = start + 500 * kUs;
+  Selection s = w.governor.Select({start, deadline});
+  ASSERT_EQ(s.state, kPollState);
+  w.governor.Reflect(kPollState, s.poll_limit_ns, IdleExit::kTimeout);
+  s = w.governor.Select({start + s.poll_limit_ns, deadline});
   EXPECT_EQ(s.state, kBlockState);
   EXPECT_EQ(s.block_until_ns, kBlockUntilDeadline);
 }
