@@ -39,7 +39,9 @@ struct IdleDevice {
 // place of a poll where none is allowed. The governor reflects on the
 // state it really got. A block the governor limited
 // (Selection::block_until_ns) that runs out is a kTimeout, and the loop
-// asks the governor again. With `gate` set, each
+// asks the governor again; a call that enters a state ends with a Reflect
+// of kWoken or kDeadline, so the governor always sees its period end. With
+// `gate` set, each
 // poll the governor selects first asks gate->TryEnter(); refused, the loop
 // blocks instead (until woken or the deadline), and an allowed poll calls
 // gate->Leave() when it ends. Called only by the waiting thread; allocates
@@ -49,9 +51,12 @@ IdleResult RunIdle(const IdleDevice& dev, int64_t deadline_ns, PollFn&& poll,
                    BlockFn&& block, bool allow_poll = true,
                    int64_t poll_cap_ns = kUnlimitedPollNs,
                    PollGate* gate = nullptr) noexcept {
+  // Each state starts where the last one ended, by the same clock read: a
+  // second read could pass the deadline after a kTimeout, and the period
+  // would end without the governor reflecting its end.
+  int64_t start = dev.clock->NowNs();
+  if (start >= deadline_ns) return IdleResult::kTimedOut;
   for (;;) {
-    const int64_t start = dev.clock->NowNs();
-    if (start >= deadline_ns) return IdleResult::kTimedOut;
     const int64_t cap_ns = allow_poll ? poll_cap_ns : 0;
     Selection sel = dev.governor->Select({start, deadline_ns, cap_ns});
     if (sel.state == kPollState &&
@@ -81,6 +86,7 @@ IdleResult RunIdle(const IdleDevice& dev, int64_t deadline_ns, PollFn&& poll,
     dev.counters->SetWindow(dev.governor->poll_limit_ns());
     if (exit == IdleExit::kWoken) return IdleResult::kWoken;
     if (exit == IdleExit::kDeadline) return IdleResult::kTimedOut;
+    start = end;
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -81,8 +82,12 @@ class RecordingGovernor final : public Governor {
 class ScriptedGovernor final : public Governor {
  public:
   absl::string_view name() const noexcept override { return "scripted"; }
-  Selection Select(const IdleContext&) noexcept override { return next; }
-  void Reflect(int, int64_t, IdleExit) noexcept override {
+  Selection Select(const IdleContext& context) noexcept override {
+    selected_at.push_back(context.now_ns);
+    return next;
+  }
+  void Reflect(int, int64_t residency_ns, IdleExit exit) noexcept override {
+    reflected.emplace_back(residency_ns, exit);
     window_ns = window_after_reflect;
   }
   int64_t poll_limit_ns() const noexcept override { return window_ns; }
@@ -90,6 +95,8 @@ class ScriptedGovernor final : public Governor {
   Selection next{kPollState, 10};
   int64_t window_ns = 0;
   int64_t window_after_reflect = 0;
+  std::vector<int64_t> selected_at;
+  std::vector<std::pair<int64_t, IdleExit>> reflected;
 };
 
 // One waiter's idle device on a fake clock, with a log of everything.
@@ -313,6 +320,45 @@ TEST_F(IdleLoopTest, PollEndingBeforeTheDeadlineIsATimeoutByTheClock) {
                                 "block:until+1000", "reflect:1:1000:deadline"));
   EXPECT_EQ(clock_.NowNs(), deadline);
   EXPECT_EQ(Snapshot().poll_timeouts, 1u);
+}
+
+// A clock that returns the reads a test scripted, one per call, and then
+// stays at the last: to put the deadline between two of the loop's reads.
+class ScriptedClock final : public Clock {
+ public:
+  explicit ScriptedClock(std::vector<int64_t> reads)
+      : reads_(std::move(reads)) {}
+  int64_t NowNs() const noexcept override {
+    const int64_t now = reads_[next_];
+    if (next_ + 1 < reads_.size()) ++next_;
+    return now;
+  }
+
+ private:
+  std::vector<int64_t> reads_;
+  mutable size_t next_ = 0;
+};
+
+TEST(IdleLoop, ADeadlineRightAfterATimeoutStillEndsThePeriod) {
+  // The poll runs out 1 us before the deadline, and the clock's next read is
+  // past it. The loop selects again at the time the poll ended, and the
+  // governor sees the period end with kDeadline: the loop never returns with
+  // the period still open after a kTimeout.
+  constexpr int64_t kStart = 1000000, kDeadline = kStart + 10000;
+  ScriptedClock clock({kStart, kDeadline - 1000, kDeadline + 50});
+  ScriptedGovernor governor;
+  governor.next = {kPollState, 9000};
+  const StateTable states = DefaultStateTable();
+  IdleCounters counters;
+  auto not_woken = [](int64_t) { return false; };
+  EXPECT_EQ(RunIdle(IdleDevice{&governor, &states, &counters, &clock},
+                    kDeadline, not_woken, not_woken),
+            IdleResult::kTimedOut);
+  EXPECT_THAT(governor.reflected,
+              ElementsAre(std::pair(int64_t{9000}, IdleExit::kTimeout),
+                          std::pair(int64_t{1050}, IdleExit::kDeadline)));
+  EXPECT_EQ(governor.selected_at,
+            (std::vector<int64_t>{kStart, kDeadline - 1000}));
 }
 
 TEST(IdleLoop, BlockEndingEarlyWithoutAWakeGoesOn) {
