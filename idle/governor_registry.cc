@@ -27,7 +27,8 @@ absl::StatusOr<std::unique_ptr<Governor>> MakeGovernor(
         .poll_ns = options.haltpoll.poll_ns,
         .block_exit_latency_ns = options.block_exit_latency_ns,
         .block_target_residency_ns = options.block_target_residency_ns,
-        .wake_margin_ns = options.wake_margin_ns});
+        .wake_margin_ns = options.wake_margin_ns,
+        .dense_poll_ns = options.dense_poll_ns});
   }
   if (name == "poll") {
     return std::make_unique<FixedGovernor>("poll", kUnlimitedPollNs);

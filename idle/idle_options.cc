@@ -32,6 +32,7 @@ absl::Status ValidateIdleOptions(const IdleOptions& o) {
            CheckRange("block_target_residency_ns", o.block_target_residency_ns,
                       0, kMaxWindowNs),
            CheckRange("wake_margin_ns", o.wake_margin_ns, 0, kMaxWindowNs),
+           CheckRange("dense_poll_ns", o.dense_poll_ns, 0, kMaxWindowNs),
        }) {
     if (!s.ok()) return s;
   }

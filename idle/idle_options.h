@@ -13,6 +13,7 @@
 #include "arch/wait_mechanism.h"
 #include "idle/haltpoll_governor.h"
 #include "idle/idle_state.h"
+#include "idle/predictive_governor.h"
 
 namespace haltpool::idle {
 
@@ -37,6 +38,9 @@ struct IdleOptions {
   // blocks teach it how late this host's timed blocks end. A profile sets
   // its block exit latency here; the calibration, the lateness it measured.
   int64_t wake_margin_ns = kDefaultBlockExitLatencyNs;
+  // `predictive`: the poll through each idle period while wakes are dense
+  // (its rule 0); 0: never.
+  int64_t dense_poll_ns = kDefaultDensePollNs;
 };
 
 // OK if every field is in range and the governor name is known; otherwise

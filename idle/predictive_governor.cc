@@ -40,10 +40,17 @@ Selection PredictiveGovernor::Poll(int64_t window_ns) noexcept {
 }
 
 Selection PredictiveGovernor::Plan(const IdleContext& context) noexcept {
-  // Rule 1: the expected wake.
   expected_ns_ = 0;
   poll_until_ns_ = 0;
   second_ns_ = 0;
+  // Rule 0: dense arrivals.
+  const int64_t dense_poll =
+      std::min(params_.dense_poll_ns, context.poll_cap_ns);
+  if (history_count_ == kHistory && dense_poll > 0 &&
+      kDenseCover * mean_period_ns_ <= params_.dense_poll_ns) {
+    return Poll(dense_poll);
+  }
+  // Rule 1: the expected wake.
   if (context.deadline_ns != kNoTimer) {
     expected_ns_ = context.deadline_ns;
     poll_until_ns_ = context.deadline_ns;
@@ -197,6 +204,10 @@ void PredictiveGovernor::EndPeriod(int64_t end_ns, bool by_deadline) noexcept {
   } else {
     ++intercepts_;
   }
+  mean_period_ns_ =
+      history_count_ == 1
+          ? duration
+          : mean_period_ns_ + (duration - mean_period_ns_) / kDenseDecay;
   const bool is_short = duration < params_.block_target_residency_ns;
   short_share_ += ((is_short ? kShareOne : 0) - short_share_) / kDecay;
   if (is_short) short_mean_ns_ += (duration - short_mean_ns_) / 2;

@@ -4,6 +4,13 @@
 // when the wake arrives and blocked the rest of the time.
 //
 // The rules, in the order Select applies them at the start of an idle period:
+//  0. Dense arrivals. While the idle periods average (a decaying mean) no
+//     more than 1/kDenseCover of PredictiveParams::dense_poll_ns, poll for
+//     that long: a wake is all but certain to come within it (an
+//     exponential gap of that mean outlasts it one time in 400), and a
+//     missed one costs a blocked wake, far more than the poll. Such a
+//     worker polls nearly all the time, as a spinning pool's would; the
+//     next rules' polls are capped lower, for wakes that are not dense.
 //  1. Expected wake. The caller's deadline (a timer) is a wake that will
 //     certainly come. The last kHistory idle periods, if they are regular
 //     (menu's repeating-interval detector: standard deviation at most 1/6 of
@@ -52,8 +59,9 @@
 //     worker of a pool that sometimes misses one of a periodic stream's
 //     tasks (another worker took it) sees twice the period, and polling
 //     ahead of that would only burn CPU beside the worker that has it.
-//  Every poll is capped at PredictiveParams::poll_ns and at the caller's
-//  IdleContext::poll_cap_ns, and rule 3 plans with the lower of the two.
+//  Every poll of rules 1 to 5 is capped at PredictiveParams::poll_ns, and
+//  every poll at the caller's IdleContext::poll_cap_ns; rule 3 plans with
+//  the lower of the two.
 //  Where the caller allows no poll, the period is one block until the wake
 //  or the deadline: a block ahead of the wake would only end early.
 //
@@ -77,6 +85,12 @@
 
 namespace haltpool::idle {
 
+// Rule 0's dense poll: six means of gaps that average a third of
+// guest_halt_poll_ns (67 us), the densest arrivals the kernel's cap would
+// serve. Against 200 us, it took Poisson arrivals 50 us apart from 2.19 to
+// 1.48 us on a 2-vCPU KVM guest (docs/BENCHMARKS.md).
+inline constexpr int64_t kDefaultDensePollNs = 400000;
+
 struct PredictiveParams {
   // No poll longer than this (the haltpoll cap, guest_halt_poll_ns's 200 us).
   int64_t poll_ns = 200000;
@@ -88,6 +102,8 @@ struct PredictiveParams {
   // late this host's timed blocks end, as the calibration measured it, else
   // a guess such as the block state's exit latency.
   int64_t wake_margin_ns = 6000;
+  // Rule 0's poll through an idle period while wakes are dense (0: never).
+  int64_t dense_poll_ns = kDefaultDensePollNs;
 };
 
 class PredictiveGovernor final : public Governor {
@@ -112,12 +128,20 @@ class PredictiveGovernor final : public Governor {
   // gap between bursts); a shorter one is the pattern's own lateness, which
   // the tolerance covers or a block waits out.
   static constexpr int64_t kSecondRhythm = 2;
+  // Rule 0: arrivals are dense while the mean idle period is at most
+  // 1/kDenseCover of the dense poll, which then outlasts all but e^-6
+  // (0.25 %) of the exponential gaps of that mean.
+  static constexpr int64_t kDenseCover = 6;
+  // Weight of a new period in rule 0's mean, as 1/kDenseDecay: about twice
+  // the history's 8 periods, so a mean near the bound does not flip rule 0
+  // on and off from one period to the next.
+  static constexpr int kDenseDecay = 16;
 
   explicit PredictiveGovernor(const PredictiveParams& params) noexcept;
 
   absl::string_view name() const noexcept override { return "predictive"; }
 
-  // Plans the period on its first call (rules 1 to 5), then returns the
+  // Plans the period on its first call (rules 0 to 5), then returns the
   // plan's next step.
   Selection Select(const IdleContext& context) noexcept override;
 
@@ -179,8 +203,9 @@ class PredictiveGovernor final : public Governor {
   int lateness_count_ = 0;
   int lateness_next_ = 0;
   int64_t margin_ns_;
-  int64_t short_share_ = 0;    // Of periods under the target residency.
-  int64_t short_mean_ns_ = 0;  // Decaying mean length of those periods.
+  int64_t short_share_ = 0;     // Of periods under the target residency.
+  int64_t short_mean_ns_ = 0;   // Decaying mean length of those periods.
+  int64_t mean_period_ns_ = 0;  // Rule 0's decaying mean of all periods.
   int64_t last_poll_ns_ = 0;
   uint64_t hits_ = 0;
   uint64_t intercepts_ = 0;

@@ -49,6 +49,9 @@ struct IdleChoices {
   // block ends here), else the profile's block exit latency.
   // HALTPOOL_WAKE_MARGIN_NS.
   std::optional<int64_t> wake_margin_ns;
+  // The predictive governor's poll through each idle period while wakes
+  // are dense; 0: never. HALTPOOL_DENSE_POLL_NS.
+  std::optional<int64_t> dense_poll_ns;
 };
 
 struct PoolOptions {

@@ -249,7 +249,8 @@ std::vector<Tunable> MakeTunables() {
       [](const idle::Profile& p) { return std::string(p.governor); }));
   rows.push_back(Row(
       "HALTPOOL_POLL_NS", "idle.haltpoll.poll_ns",
-      "haltpoll and predictive: the poll window's cap, as guest_halt_poll_ns",
+      "haltpoll: the poll window's cap, as guest_halt_poll_ns; predictive: "
+      "the cap of the polls it plans around expected wakes",
       kWindow, [](const PoolOptions& o) { return o.idle.haltpoll.poll_ns; },
       [](auto& c) -> auto& { return c.pool.idle.haltpoll.poll_ns; },
       [](const idle::Profile& p) { return p.poll_ns; }));
@@ -306,6 +307,13 @@ std::vector<Tunable> MakeTunables() {
       kWindow, [](const PoolOptions& o) { return o.idle.wake_margin_ns; },
       [](auto& c) -> auto& { return c.pool.idle.wake_margin_ns; },
       [](const idle::Profile& p) { return p.block_exit_latency_ns; }));
+  rows.push_back(Row(
+      "HALTPOOL_DENSE_POLL_NS", "idle.dense_poll_ns",
+      "predictive: the poll through each idle period while idle periods "
+      "average a sixth of it or less (dense wakes), beyond HALTPOOL_POLL_NS; "
+      "0: never",
+      kWindow, [](const PoolOptions& o) { return o.idle.dense_poll_ns; },
+      [](auto& c) -> auto& { return c.pool.idle.dense_poll_ns; }));
   rows.push_back(Row(
       "HALTPOOL_WAIT", "idle.wait",
       "the poll state's wait instruction: auto picks the best the CPU has; "

@@ -27,11 +27,14 @@ constexpr int64_t kUs = 1000;
 constexpr int64_t kMs = 1000000;
 constexpr int64_t kNever = arch::kNoDeadline;
 
+// Rule 0 is off, so that the tests of rules 1 to 5 see each rule alone;
+// rule 0's tests turn it on.
 PredictiveParams Params() {
   return PredictiveParams{.poll_ns = 200 * kUs,
                           .block_exit_latency_ns = 6 * kUs,
                           .block_target_residency_ns = 12 * kUs,
-                          .wake_margin_ns = 6 * kUs};
+                          .wake_margin_ns = 6 * kUs,
+                          .dense_poll_ns = 0};
 }
 
 // One idle period through RunIdle: a wake comes at `wake_at_ns` (kNever:
@@ -533,6 +536,95 @@ TEST(PredictiveGovernorRules, MostlyLongIrregularPeriodsAreBlockedFor) {
   }
   ASSERT_EQ(w.governor.predicted_interval_ns(), 0);
   EXPECT_EQ(w.governor.Select({w.clock.NowNs(), kNever}).state, kBlockState);
+}
+
+// Rule 0's tests: the dense poll is 420 us, so periods averaging 70 us or
+// less are dense.
+PredictiveParams DenseParams() {
+  PredictiveParams p = Params();
+  p.dense_poll_ns = 420 * kUs;
+  return p;
+}
+
+// Idle periods of `mean` on average, as irregular as exponential gaps (no
+// regular interval), `count` of them.
+void RunIrregular(Waiter& w, int64_t mean, int count) {
+  static constexpr int64_t kPercentOfMean[] = {10, 180, 40,  150,
+                                               20, 90,  230, 80};
+  for (int i = 0; i < count; ++i) {
+    w.Idle(kNever, w.clock.NowNs() + mean * kPercentOfMean[i % 8] / 100);
+  }
+}
+
+TEST(PredictiveGovernorRules, DenseWakesArePolledThroughForTheDensePoll) {
+  Waiter w(DenseParams());
+  RunIrregular(w, 60 * kUs, 4 * PredictiveGovernor::kHistory);
+  ASSERT_EQ(w.governor.predicted_interval_ns(), 0) << "no regular interval";
+  const Selection s = w.governor.Select({w.clock.NowNs(), kNever});
+  EXPECT_EQ(s.state, kPollState);
+  EXPECT_EQ(s.poll_limit_ns, 420 * kUs);
+}
+
+TEST(PredictiveGovernorRules, ALateDenseWakeIsPolledForWithoutABlock) {
+  // A wake 180 us into the period, three times the mean: the other rules'
+  // polls (rule 2's is under 80 us here) would have run out and blocked.
+  Waiter w(DenseParams());
+  RunIrregular(w, 60 * kUs, 4 * PredictiveGovernor::kHistory);
+  const uint64_t blocks = w.Stats().per_state[kBlockState].usage;
+  EXPECT_EQ(w.Idle(kNever, w.clock.NowNs() + 180 * kUs), IdleResult::kWoken);
+  EXPECT_EQ(w.last_state, kPollState);
+  EXPECT_EQ(w.Stats().per_state[kBlockState].usage, blocks);
+}
+
+TEST(PredictiveGovernorRules, WithoutRuleZeroTheLateWakeFindsItBlocked) {
+  // The same history and wake with rule 0 off: the test above would fail
+  // without it.
+  Waiter w;
+  RunIrregular(w, 60 * kUs, 4 * PredictiveGovernor::kHistory);
+  w.Idle(kNever, w.clock.NowNs() + 180 * kUs);
+  EXPECT_EQ(w.last_state, kBlockState);
+}
+
+TEST(PredictiveGovernorRules, WakesLessDenseThanAThirdOfTheDensePollAreNot) {
+  Waiter w(DenseParams());
+  RunIrregular(w, 90 * kUs, 4 * PredictiveGovernor::kHistory);
+  const Selection s = w.governor.Select({w.clock.NowNs(), kNever});
+  EXPECT_FALSE(s.state == kPollState && s.poll_limit_ns == 420 * kUs);
+}
+
+TEST(PredictiveGovernorRules, TheCallersCapShortensTheDensePoll) {
+  Waiter w(DenseParams());
+  RunIrregular(w, 60 * kUs, 4 * PredictiveGovernor::kHistory);
+  const Selection s = w.governor.Select({w.clock.NowNs(), kNever, 30 * kUs});
+  EXPECT_EQ(s.state, kPollState);
+  EXPECT_EQ(s.poll_limit_ns, 30 * kUs);
+}
+
+TEST(PredictiveGovernorRules, LongPeriodsEndTheDensePolls) {
+  // Once the wakes thin out to one every 2 ms, the decaying mean passes
+  // 70 us within a few periods and rule 0 stops polling through them.
+  Waiter w(DenseParams());
+  RunIrregular(w, 60 * kUs, 4 * PredictiveGovernor::kHistory);
+  RunIrregular(w, 2 * kMs, 8);
+  const Selection s = w.governor.Select({w.clock.NowNs(), kNever});
+  EXPECT_EQ(s.state, kBlockState);
+}
+
+TEST(PredictiveGovernorRules, TheRegistryGivesItTheDensePoll) {
+  IdleOptions o;
+  o.governor = "predictive";
+  o.dense_poll_ns = 240 * kUs;  // Dense at a mean of 40 us or less.
+  absl::StatusOr<std::unique_ptr<Governor>> g = MakeGovernor(o);
+  ASSERT_TRUE(g.ok()) << g.status();
+  FakeClock clock;
+  for (int i = 0; i < 4 * PredictiveGovernor::kHistory; ++i) {
+    (*g)->Select({clock.NowNs(), kNever});
+    clock.Advance(10 * kUs * (1 + i % 5));
+    (*g)->Reflect(kPollState, 10 * kUs * (1 + i % 5), IdleExit::kWoken);
+  }
+  const Selection s = (*g)->Select({clock.NowNs(), kNever});
+  EXPECT_EQ(s.state, kPollState);
+  EXPECT_EQ(s.poll_limit_ns, 240 * kUs);
 }
 
 TEST(PredictiveGovernorRules, HitsAndInterceptsAreCounted) {

@@ -51,6 +51,7 @@ const std::vector<std::string> kVariableNames = {
     "HALTPOOL_BLOCK_EXIT_LATENCY_NS",
     "HALTPOOL_BLOCK_TARGET_RESIDENCY_NS",
     "HALTPOOL_WAKE_MARGIN_NS",
+    "HALTPOOL_DENSE_POLL_NS",
     "HALTPOOL_WAIT",
     "HALTPOOL_WORKERS",
     "HALTPOOL_MAX_POLLERS",
@@ -245,6 +246,7 @@ TEST(ConfigResolve, EveryVariableIsApplied) {
                               {"HALTPOOL_BLOCK_EXIT_LATENCY_NS", "9us"},
                               {"HALTPOOL_BLOCK_TARGET_RESIDENCY_NS", "19us"},
                               {"HALTPOOL_WAKE_MARGIN_NS", "33us"},
+                              {"HALTPOOL_DENSE_POLL_NS", "0"},
                               {"HALTPOOL_WAIT", "spin"},
                               {"HALTPOOL_WORKERS", "4096"},
                               {"HALTPOOL_MAX_POLLERS", "0"},
@@ -280,6 +282,7 @@ TEST(ConfigResolve, EveryVariableIsApplied) {
   EXPECT_EQ(c.pool.idle.block_exit_latency_ns, 9000);
   EXPECT_EQ(c.pool.idle.block_target_residency_ns, 19000);
   EXPECT_EQ(c.pool.idle.wake_margin_ns, 33000);
+  EXPECT_EQ(c.pool.idle.dense_poll_ns, 0);
   EXPECT_EQ(c.pool.idle.wait, arch::WaitMechanism::kSpin);
   EXPECT_TRUE(c.display_env);
   for (const ResolvedVariable& v : c.variables) {
@@ -829,6 +832,7 @@ TEST(ConfigProfile, CodeValuesEqualToTheDefaultsStick) {
   code.idle.block_exit_latency_ns = d.idle.block_exit_latency_ns;
   code.idle.block_target_residency_ns = d.idle.block_target_residency_ns;
   code.idle.wake_margin_ns = d.idle.wake_margin_ns;
+  code.idle.dense_poll_ns = d.idle.dense_poll_ns;
   code.idle.wait = arch::WaitMechanism::kSpin;  // Unset is its default.
   for (arch::HostEnvironment e :
        {arch::HostEnvironment::kKvmShared, arch::HostEnvironment::kBareMetal,
