@@ -1,6 +1,6 @@
-// The repeating-interval detector the predictive governor and the pool's
-// arrival forecast share: given the last few intervals, is there a regular
-// one, and how far do the intervals stray from it?
+// The predictive governor's repeating-interval detector: given the last few
+// intervals, is there a regular one, and how far do the intervals stray
+// from it?
 
 #ifndef HALTPOOL_IDLE_INTERVAL_PATTERN_H_
 #define HALTPOOL_IDLE_INTERVAL_PATTERN_H_
