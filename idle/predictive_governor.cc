@@ -46,8 +46,14 @@ Selection PredictiveGovernor::Plan(const IdleContext& context) noexcept {
   // Rule 0: dense arrivals.
   const int64_t dense_poll =
       std::min(params_.dense_poll_ns, context.poll_cap_ns);
-  if (history_count_ == kHistory && dense_poll > 0 &&
+  if (wake_periods_ >= kHistory && dense_poll > 0 &&
       kDenseCover * mean_period_ns_ <= params_.dense_poll_ns) {
+    // A timer after the dense poll is planned for as rules 3 and 4 would.
+    if (context.deadline_ns != kNoTimer) {
+      expected_ns_ = context.deadline_ns;
+      poll_until_ns_ = context.deadline_ns;
+    }
+    dense_poll_ = true;
     return Poll(dense_poll);
   }
   // Rule 1: the expected wake.
@@ -128,6 +134,7 @@ Selection PredictiveGovernor::Select(const IdleContext& context) noexcept {
     in_period_ = true;
     period_start_ns_ = context.now_ns;
     poll_ran_out_ = false;
+    dense_poll_ = false;
     selection = Plan(context);
   } else {
     selection = Step(context);
@@ -168,7 +175,11 @@ void PredictiveGovernor::Reflect(int state, int64_t residency_ns,
       LearnLateness(2 * (seen_at - block_until_ns_));
     }
   }
-  if (state == kPollState && exit == IdleExit::kTimeout) poll_ran_out_ = true;
+  // A dense poll that ran out leaves the timer's plan, if any.
+  if (state == kPollState && exit == IdleExit::kTimeout) {
+    poll_ran_out_ = !dense_poll_;
+  }
+  dense_poll_ = false;
   if (exit == IdleExit::kTimeout) return;
   // A wake the poll finds at once after a limited block ran out came while
   // the block was on its way out, after its limit: it counts as coming at
@@ -204,10 +215,11 @@ void PredictiveGovernor::EndPeriod(int64_t end_ns, bool by_deadline) noexcept {
   } else {
     ++intercepts_;
   }
-  mean_period_ns_ =
-      history_count_ == 1
-          ? duration
-          : mean_period_ns_ + (duration - mean_period_ns_) / kDenseDecay;
+  if (!by_deadline) {
+    // A plain average of the first kDenseDecay, then a decaying one.
+    wake_periods_ = std::min(wake_periods_ + 1, kDenseDecay);
+    mean_period_ns_ += (duration - mean_period_ns_) / wake_periods_;
+  }
   const bool is_short = duration < params_.block_target_residency_ns;
   short_share_ += ((is_short ? kShareOne : 0) - short_share_) / kDecay;
   if (is_short) short_mean_ns_ += (duration - short_mean_ns_) / 2;

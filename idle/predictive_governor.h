@@ -4,13 +4,17 @@
 // when the wake arrives and blocked the rest of the time.
 //
 // The rules, in the order Select applies them at the start of an idle period:
-//  0. Dense arrivals. While the idle periods average (a decaying mean) no
-//     more than 1/kDenseCover of PredictiveParams::dense_poll_ns, poll for
-//     that long: a wake is all but certain to come within it (an
-//     exponential gap of that mean outlasts it one time in 400), and a
-//     missed one costs a blocked wake, far more than the poll. Such a
-//     worker polls nearly all the time, as a spinning pool's would; the
-//     next rules' polls are capped lower, for wakes that are not dense.
+//  0. Dense arrivals. While the idle periods a wake ended (a timer's are
+//     rule 1's) average no more than 1/kDenseCover of
+//     PredictiveParams::dense_poll_ns, poll for that long: a wake is all
+//     but certain to come within it (an exponential gap of that mean
+//     outlasts it one time in 400), and a missed one costs a blocked wake,
+//     far more than the poll. Such a worker polls nearly all the time, as
+//     a spinning pool's would; the next rules' polls are capped lower, for
+//     wakes that are not dense. The mean is a plain average of the first
+//     kDenseDecay such periods and a decaying one after, and the rule
+//     waits for kHistory of them. A dense poll that runs out is followed
+//     by a block, or by rules 3 and 4's plan for the caller's deadline.
 //  1. Expected wake. The caller's deadline (a timer) is a wake that will
 //     certainly come. The last kHistory idle periods, if they are regular
 //     (menu's repeating-interval detector: standard deviation at most 1/6 of
@@ -203,9 +207,13 @@ class PredictiveGovernor final : public Governor {
   int lateness_count_ = 0;
   int lateness_next_ = 0;
   int64_t margin_ns_;
-  int64_t short_share_ = 0;     // Of periods under the target residency.
-  int64_t short_mean_ns_ = 0;   // Decaying mean length of those periods.
-  int64_t mean_period_ns_ = 0;  // Rule 0's decaying mean of all periods.
+  int64_t short_share_ = 0;    // Of periods under the target residency.
+  int64_t short_mean_ns_ = 0;  // Decaying mean length of those periods.
+  // Rule 0: the mean length of the periods a wake ended, how many of them
+  // it has seen (up to kDenseDecay), and whether the step is its poll.
+  int64_t mean_period_ns_ = 0;
+  int wake_periods_ = 0;
+  bool dense_poll_ = false;
   int64_t last_poll_ns_ = 0;
   uint64_t hits_ = 0;
   uint64_t intercepts_ = 0;

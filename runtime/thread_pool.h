@@ -161,7 +161,8 @@ class ThreadPool {
   // Changes how the workers idle while the pool runs, as writing the
   // kernel's haltpoll module parameters does: the fields `change` sets
   // (governor, the poll cap poll_ns, haltpoll's grow, grow_start, shrink,
-  // allow_shrink, fixed_poll_ns, the block state's costs) go over the
+  // allow_shrink, fixed_poll_ns, the block state's costs, wake_margin_ns,
+  // dense_poll_ns) go over the
   // options in use, and win over the HALTPOOL_* variables the pool started
   // with. `wait` cannot change (the poll loop's instruction is chosen once):
   // a set value is refused. Checked as PoolOptions are at Create; on error,

@@ -547,12 +547,14 @@ PredictiveParams DenseParams() {
 }
 
 // Idle periods of `mean` on average, as irregular as exponential gaps (no
-// regular interval), `count` of them.
+// regular interval): the `i`-th of a cycle of 8, and `count` of them.
+constexpr int64_t kPercentOfMean[] = {10, 180, 40, 150, 20, 90, 230, 80};
+int64_t IrregularPeriod(int64_t mean, int i) {
+  return mean * kPercentOfMean[i % 8] / 100;
+}
 void RunIrregular(Waiter& w, int64_t mean, int count) {
-  static constexpr int64_t kPercentOfMean[] = {10, 180, 40,  150,
-                                               20, 90,  230, 80};
   for (int i = 0; i < count; ++i) {
-    w.Idle(kNever, w.clock.NowNs() + mean * kPercentOfMean[i % 8] / 100);
+    w.Idle(kNever, w.clock.NowNs() + IrregularPeriod(mean, i));
   }
 }
 
@@ -566,8 +568,8 @@ TEST(PredictiveGovernorRules, DenseWakesArePolledThroughForTheDensePoll) {
 }
 
 TEST(PredictiveGovernorRules, ALateDenseWakeIsPolledForWithoutABlock) {
-  // A wake 180 us into the period, three times the mean: the other rules'
-  // polls (rule 2's is under 80 us here) would have run out and blocked.
+  // A wake 180 us into the period, three times the mean: without rule 0 the
+  // worker blocks at once (the next test), as few periods are short.
   Waiter w(DenseParams());
   RunIrregular(w, 60 * kUs, 4 * PredictiveGovernor::kHistory);
   const uint64_t blocks = w.Stats().per_state[kBlockState].usage;
@@ -585,11 +587,18 @@ TEST(PredictiveGovernorRules, WithoutRuleZeroTheLateWakeFindsItBlocked) {
   EXPECT_EQ(w.last_state, kBlockState);
 }
 
-TEST(PredictiveGovernorRules, WakesLessDenseThanAThirdOfTheDensePollAreNot) {
+TEST(PredictiveGovernorRules, WakesLessDenseThanASixthOfTheDensePollAreNot) {
+  // Periods of 90 us on average: the mean stays within 78-87 us, over the
+  // 70 us bound, whichever period of the cycle comes last.
   Waiter w(DenseParams());
-  RunIrregular(w, 90 * kUs, 4 * PredictiveGovernor::kHistory);
-  const Selection s = w.governor.Select({w.clock.NowNs(), kNever});
-  EXPECT_FALSE(s.state == kPollState && s.poll_limit_ns == 420 * kUs);
+  RunIrregular(w, 90 * kUs, 2 * PredictiveGovernor::kHistory);
+  for (int i = 0; i < PredictiveGovernor::kHistory; ++i) {
+    const int64_t start = w.clock.NowNs();
+    const Selection s = w.governor.Select({start, kNever});
+    EXPECT_FALSE(s.state == kPollState && s.poll_limit_ns == 420 * kUs) << i;
+    w.governor.Reflect(s.state, 0, IdleExit::kTimeout);
+    w.Idle(kNever, start + IrregularPeriod(90 * kUs, i));
+  }
 }
 
 TEST(PredictiveGovernorRules, TheCallersCapShortensTheDensePoll) {
@@ -605,9 +614,56 @@ TEST(PredictiveGovernorRules, LongPeriodsEndTheDensePolls) {
   // 70 us within a few periods and rule 0 stops polling through them.
   Waiter w(DenseParams());
   RunIrregular(w, 60 * kUs, 4 * PredictiveGovernor::kHistory);
+  ASSERT_EQ(w.governor.Select({w.clock.NowNs(), kNever}).poll_limit_ns,
+            420 * kUs);
+  w.governor.Reflect(kPollState, 0, IdleExit::kWoken);
   RunIrregular(w, 2 * kMs, 8);
   const Selection s = w.governor.Select({w.clock.NowNs(), kNever});
   EXPECT_EQ(s.state, kBlockState);
+}
+
+TEST(PredictiveGovernorRules, PeriodsATimerEndedAreNotDenseWakes) {
+  // A worker paced only by a 50 us timer blocks until the margin before
+  // each, as rule 1 plans; it does not poll through them.
+  Waiter w(DenseParams());
+  for (int i = 0; i < 4 * PredictiveGovernor::kHistory; ++i) {
+    w.Idle(w.clock.NowNs() + 50 * kUs, kNever);
+  }
+  const Selection s =
+      w.governor.Select({w.clock.NowNs(), w.clock.NowNs() + 50 * kUs});
+  EXPECT_EQ(s.state, kBlockState);
+}
+
+TEST(PredictiveGovernorRules, OneShortFirstPeriodDoesNotMakeLongOnesDense) {
+  // A wake found at once, then periods of 100 us, over the 70 us bound:
+  // the mean is their average from the start, and rule 0 never polls.
+  Waiter w(DenseParams());
+  w.Idle(kNever, w.clock.NowNs());
+  for (int i = 0; i < 4 * PredictiveGovernor::kHistory; ++i) {
+    const int64_t start = w.clock.NowNs();
+    const Selection s = w.governor.Select({start, kNever});
+    EXPECT_FALSE(s.state == kPollState && s.poll_limit_ns == 420 * kUs) << i;
+    w.governor.Reflect(s.state, 0, IdleExit::kTimeout);
+    w.Idle(kNever, start + 100 * kUs);
+  }
+}
+
+TEST(PredictiveGovernorRules, ATimerAfterADensePollThatRanOutIsPlannedFor) {
+  // The dense poll (420 us) runs out with a timer 1 ms away: the worker
+  // then blocks until the wake margin before the timer and polls across
+  // it, rather than blocking until the timer fires late.
+  Waiter w(DenseParams());
+  RunIrregular(w, 60 * kUs, 4 * PredictiveGovernor::kHistory);
+  const int64_t start = w.clock.NowNs();
+  const int64_t timer = start + 1 * kMs;
+  Selection s = w.governor.Select({start, timer});
+  ASSERT_EQ(s.state, kPollState);
+  ASSERT_EQ(s.poll_limit_ns, 420 * kUs);
+  w.clock.Advance(420 * kUs);
+  w.governor.Reflect(kPollState, 420 * kUs, IdleExit::kTimeout);
+  s = w.governor.Select({w.clock.NowNs(), timer});
+  EXPECT_EQ(s.state, kBlockState);
+  EXPECT_EQ(s.block_until_ns, timer - w.governor.wake_margin_ns());
 }
 
 TEST(PredictiveGovernorRules, TheRegistryGivesItTheDensePoll) {
