@@ -136,10 +136,12 @@ class PredictiveGovernor final : public Governor {
   // 1/kDenseCover of the dense poll, which then outlasts all but e^-6
   // (0.25 %) of the exponential gaps of that mean.
   static constexpr int64_t kDenseCover = 6;
-  // Weight of a new period in rule 0's mean, as 1/kDenseDecay: about twice
-  // the history's 8 periods, so a mean near the bound does not flip rule 0
-  // on and off from one period to the next.
-  static constexpr int kDenseDecay = 16;
+  // Weight of a new period in rule 0's mean, as 1/kDenseDecay. Such a mean
+  // of exponential gaps strays by about an eighth of itself, so gaps of
+  // 50 us pass the 67 us bound one time in 300; with 16 it was one in 11,
+  // and each time the poll was the other rules', capped at 50 us on shared
+  // KVM (docs/BENCHMARKS.md, design 17).
+  static constexpr int kDenseDecay = 64;
 
   explicit PredictiveGovernor(const PredictiveParams& params) noexcept;
 
