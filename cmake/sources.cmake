@@ -41,6 +41,7 @@ set(HALTPOOL_SOURCES
   runtime/cpu_quota.cc
   runtime/environment.cc
   runtime/idle_workers.cc
+  runtime/outside_waiter.cc
   runtime/injection_queue.cc
   runtime/io/epoll_reactor.cc
   runtime/io/event_waker.cc
@@ -125,6 +126,7 @@ set(HALTPOOL_HEADERS
   runtime/io/op_pool.h
   runtime/io/uring_reactor.h
   runtime/job.h
+  runtime/outside_waiter.h
   runtime/pool_io.h
   runtime/pool_options.h
   runtime/pool_metrics.h
@@ -200,6 +202,7 @@ set(HALTPOOL_TESTS
   tests/pool/idle_workers_test.cc
   tests/pool/injection_queue_test.cc
   tests/pool/openmetrics_parser_test.cc
+  tests/pool/outside_wait_test.cc
   tests/pool/pool_io_test.cc
   tests/pool/pool_memory_test.cc
   tests/pool/pool_metrics_test.cc

@@ -259,6 +259,19 @@ std::string FormatPoolStatsOpenMetrics(const PoolStats& stats) {
   out.Family("haltpool_max_pollers", Type::kGauge, "",
              "How many workers may poll at once.");
   out.Sample({}, absl::StrCat(stats.max_pollers));
+  out.Family("haltpool_outside_parks", Type::kCounter, "",
+             "Idle periods of threads outside the pool waiting for a task "
+             "group.");
+  out.Sample({}, absl::StrCat(stats.outside_waits.parks));
+  out.Family("haltpool_outside_wakes", Type::kCounter, "",
+             "How a group's last task woke a thread outside the pool that "
+             "waited for it.");
+  out.Sample({{"kind", "polling"}},
+             absl::StrCat(stats.outside_waits.wakes.polling));
+  out.Sample({{"kind", "not_idle"}},
+             absl::StrCat(stats.outside_waits.wakes.not_idle));
+  out.Sample({{"kind", "syscall"}},
+             absl::StrCat(stats.outside_waits.wakes.syscall));
   const BackoffStats& b = stats.backoff;
   out.Family("haltpool_backoff_enabled", Type::kGauge, "",
              "1 if the poll back-off under contention is on, else 0.");

@@ -67,8 +67,16 @@ std::string FormatPoolStatsText(const PoolStats& stats) {
       &out, "Timers cancelled at shutdown: ", stats.timers_cancelled, "\n",
       "Calibration: ", FormatCalibration(stats.calibration), "\n",
       "Back-off: ", FormatBackoff(stats.backoff), "\n",
-      "Idle options: ", FormatIdleOptionsChanges(stats.idle_options), "\n");
+      "Idle options: ", FormatIdleOptionsChanges(stats.idle_options), "\n",
+      "Outside waits: ", FormatOutsideWaits(stats.outside_waits), "\n");
   return out;
+}
+
+std::string FormatOutsideWaits(const OutsideWaitStats& s) {
+  return absl::StrFormat(
+      "%u parks; woken %u times while polling, %u while running, %u by "
+      "FUTEX_WAKE",
+      s.parks, s.wakes.polling, s.wakes.not_idle, s.wakes.syscall);
 }
 
 std::string FormatPoolStatsJson(const PoolStats& stats) {
@@ -99,7 +107,10 @@ std::string FormatPoolStatsJson(const PoolStats& stats) {
           ? std::string("null")
           : absl::StrCat(absl::ToUnixNanos(stats.idle_options.last_change_at)),
       ",\"last_change\":", idle::JsonString(stats.idle_options.last_change),
-      "},\"workers\":[");
+      "},\"outside_waits\":{\"parks\":", stats.outside_waits.parks,
+      ",\"wakes\":{\"polling\":", stats.outside_waits.wakes.polling,
+      ",\"not_idle\":", stats.outside_waits.wakes.not_idle,
+      ",\"syscall\":", stats.outside_waits.wakes.syscall, "}},\"workers\":[");
   for (size_t i = 0; i < stats.workers.size(); ++i) {
     const WorkerStats& w = stats.workers[i];
     absl::StrAppend(

@@ -1,6 +1,6 @@
 // Statistics of a ThreadPool: per worker, the idle statistics of each state
 // and its task counters; per pool, the timers cancelled at shutdown, the
-// calibration and the poll back-off.
+// calibration, the poll back-off and the waits of threads outside it.
 
 #ifndef HALTPOOL_RUNTIME_POOL_STATS_H_
 #define HALTPOOL_RUNTIME_POOL_STATS_H_
@@ -40,6 +40,14 @@ struct WorkerStats {
   std::string io_setup;    // How it was set up ("coop (COOP_TASKRUN|...)").
 };
 
+// Waits for a task group by threads outside the pool (ThreadPool::Wait):
+// how often such a thread idled on its wake word, and how the group's last
+// task woke it (polling: a store alone; syscall: FUTEX_WAKE).
+struct OutsideWaitStats {
+  uint64_t parks = 0;
+  idle::WakeStats wakes;
+};
+
 struct PoolStats {
   std::vector<WorkerStats> workers;
   uint64_t timers_cancelled = 0;  // Not yet due at shutdown.
@@ -50,7 +58,12 @@ struct PoolStats {
   idle::Calibration calibration;
   BackoffStats backoff;           // The poll back-off under contention.
   IdleOptionsStats idle_options;  // ThreadPool::SetIdleOptions changes.
+  OutsideWaitStats outside_waits;
 };
+
+// "12 parks; woken 11 times while polling, 0 while running, 1 by
+// FUTEX_WAKE".
+std::string FormatOutsideWaits(const OutsideWaitStats& stats);
 
 // "block wake 14.2 us, poll wake 0.31 us (200 round trips, 6.1 ms)", or
 // why it was not measured ("off" with calibration turned off).

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "arch/thread_affinity.h"
+
 namespace haltpool {
 
 void TaskGroup::Done() {
@@ -15,6 +17,7 @@ void TaskGroup::Done() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (!waiters_.empty()) waker_cpu_ = arch::CurrentCpu();
     for (idle::WakeWord* w : waiters_) w->Unpark();
     done_.notify_all();
     resume.swap(awaiting_);
@@ -48,7 +51,7 @@ void TaskGroup::RemoveWaiter(idle::WakeWord* word) {
                  waiters_.end());
 }
 
-void TaskGroup::WaitOutside() {
+void TaskGroup::WaitBlocking() {
   std::unique_lock<std::mutex> lock(mu_);
   done_.wait(lock, [this] { return pending() == 0; });
 }

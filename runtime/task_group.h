@@ -12,6 +12,7 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "idle/parker.h"
 
 namespace haltpool {
@@ -67,13 +68,20 @@ class TaskGroup {
   // Registers/unregisters a waiting worker's wake word.
   void AddWaiter(idle::WakeWord* word);
   void RemoveWaiter(idle::WakeWord* word);
-  // Blocks a thread that is not a worker until pending() == 0.
-  void WaitOutside();
+  // The CPU the last task ran on when it woke the registered waiters, -1
+  // if none was woken. Read after RemoveWaiter, whose lock orders it.
+  int waker_cpu() const noexcept { return waker_cpu_; }
+  // Blocks a thread that is not a worker until pending() == 0, without
+  // polling (ThreadPool::WaitOutside when it cannot make a waiter).
+  void WaitBlocking();
 
   std::atomic<int64_t> pending_{0};
   std::mutex mu_;
   std::condition_variable done_;
-  std::vector<idle::WakeWord*> waiters_;           // Guarded by mu_.
+  // Guarded by mu_. Inline room for the usual few waiters, so that a group
+  // made for each round of tasks allocates nothing when it is waited for.
+  absl::InlinedVector<idle::WakeWord*, 4> waiters_;
+  int waker_cpu_ = -1;                             // Guarded by mu_.
   std::vector<std::coroutine_handle<>> awaiting_;  // Guarded by mu_.
 };
 

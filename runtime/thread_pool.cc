@@ -29,6 +29,9 @@ namespace {
 thread_local const ThreadPool* tls_pool = nullptr;
 thread_local int tls_worker = -1;
 
+// Pools made so far: each pool's serial number (ThreadPool::serial_).
+std::atomic<uint64_t> pools_made{0};
+
 void Bump(std::atomic<uint64_t>& c) noexcept {
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
@@ -107,7 +110,9 @@ absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(Config config) {
   return pool;
 }
 
-ThreadPool::ThreadPool(const PoolConfig& options) : options_(options) {
+ThreadPool::ThreadPool(const PoolConfig& options)
+    : options_(options),
+      serial_(pools_made.fetch_add(1, std::memory_order_relaxed) + 1) {
   if (!options_.on_exception) options_.on_exception = DefaultExceptionHandler;
 }
 
@@ -128,6 +133,7 @@ absl::Status ThreadPool::Start() {
   if (!options_.cpus.empty()) cpus = options_.cpus;
   int n = options_.workers;
   if (n == 0) n = std::min(quota->usable_cpus, static_cast<int>(cpus.size()));
+  usable_cpus_ = quota->usable_cpus;
   contention_ = std::make_unique<ContentionMonitor>(
       options_.backoff, quota->usable_cpus, options_.idle.haltpoll.poll_ns,
       options_.contention_probe);
@@ -528,7 +534,7 @@ void ThreadPool::WorkerMain(Worker& w) {
 void ThreadPool::Wait(TaskGroup& group) {
   Worker* w = CurrentWorker();
   if (w == nullptr) {
-    group.WaitOutside();
+    WaitOutside(group);
     return;
   }
   while (group.pending() != 0) {
@@ -542,6 +548,55 @@ void ThreadPool::Wait(TaskGroup& group) {
     group.AddWaiter(&w->word);
     if (group.pending() != 0) IdleOnce(*w, /*stop_ends_idle=*/false);
     group.RemoveWaiter(&w->word);
+  }
+  group.Settle();
+}
+
+void ThreadPool::WaitOutside(TaskGroup& group) {
+  if (group.pending() == 0) {
+    group.Settle();
+    return;
+  }
+  absl::StatusOr<OutsideWaiter*> waiter =
+      OutsideWaiter::ForThisThread(serial_, retuner_->generation(), [&] {
+        idle::IdleOptions options;
+        retuner_->Current(options);
+        return options;
+      });
+  if (!waiter.ok()) {
+    // The workers' parkers were made from the same options, so only an
+    // exhausted resource gets here; the wait still ends, without polling.
+    absl::FPrintF(stderr, "haltpool: waiting without polling: %s\n",
+                  waiter.status().message());
+    group.WaitBlocking();
+    return;
+  }
+  idle::WakeWord& word = (*waiter)->word();
+  BesideWaker& beside_waker = (*waiter)->beside_waker();
+  // The worker's loop in Wait, without the tasks: the group unparks every
+  // word registered when its count drops to zero (TaskGroup::Done).
+  while (group.pending() != 0) {
+    const idle::WakeStats before = word.wake_stats();
+    group.AddWaiter(&word);
+    const bool park = group.pending() != 0;
+    if (park) {
+      // No poll where the tasks need this CPU: on the process's only CPU,
+      // or, with the back-off on, beside the waker (as IdleOnce).
+      int64_t poll_cap = usable_cpus_ == 1 ? 0 : contention_->PollCapNs();
+      if (options_.backoff && poll_cap != 0 && !beside_waker.NextMayPoll()) {
+        poll_cap = 0;
+      }
+      (*waiter)->parker().Park(arch::kNoDeadline, /*allow_poll=*/poll_cap != 0,
+                               /*external=*/nullptr, poll_cap);
+    }
+    group.RemoveWaiter(&word);
+    beside_waker.Woken(group.waker_cpu(), arch::CurrentCpu());
+    // No wake of this group lands on the word any more: the counts moved
+    // by this group's wakes alone.
+    const idle::WakeStats after = word.wake_stats();
+    outside_waits_.Add(
+        park, {after.polling - before.polling, after.not_idle - before.not_idle,
+               after.syscall - before.syscall});
   }
   group.Settle();
 }
@@ -582,6 +637,7 @@ PoolStats ThreadPool::Stats() const {
   stats.calibration = calibration_;
   stats.backoff = contention_->Stats();
   stats.idle_options = retuner_->Stats();
+  stats.outside_waits = outside_waits_.Snapshot();
   for (const auto& w : workers_) {
     WorkerStats ws;
     ws.index = w->index;

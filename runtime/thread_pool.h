@@ -30,6 +30,7 @@
 #include "runtime/idle_workers.h"
 #include "runtime/injection_queue.h"
 #include "runtime/job.h"
+#include "runtime/outside_waiter.h"
 #include "runtime/pool_io.h"
 #include "runtime/pool_options.h"
 #include "runtime/pool_stats.h"
@@ -132,7 +133,11 @@ class ThreadPool {
 
   // Returns when every task submitted to `group` has finished. On one of
   // this pool's workers it runs other tasks meanwhile (no deadlock when a
-  // task waits for the tasks it spawned); elsewhere it blocks. A worker
+  // task waits for the tasks it spawned); elsewhere the thread idles as a
+  // worker does, polling its own wake word under the pool's governor and
+  // then sleeping (runtime/outside_waiter.h); the first such wait on a
+  // thread, and the first after the thread waited on another pool or the
+  // options changed, allocates its parker. A worker
   // that waits while the pool shuts down cancels its own I/O once nothing is
   // queued, as a stopping worker does (its callbacks run with -ECANCELED), so
   // a wait for a coroutine's I/O on that worker ends.
@@ -213,6 +218,9 @@ class ThreadPool {
   // Gives `w`'s parker the newest idle options (SetIdleOptions).
   void ApplyIdleOptions(Worker& w);
   bool HasWork() const noexcept;
+  // Wait from a thread that is not one of this pool's workers: it idles on
+  // its OutsideWaiter (runtime/outside_waiter.h) until the group is done.
+  void WaitOutside(TaskGroup& group);
   // True if the earliest timer is due.
   bool TimerDue() const noexcept;
   absl::Status Enqueue(Job job);
@@ -224,7 +232,11 @@ class ThreadPool {
   Worker* CurrentWorker() const noexcept;
 
   PoolConfig options_;
+  // Unique in the process, from 1: names the pool to an OutsideWaiter, as
+  // an address of a pool destroyed and made again would not.
+  const uint64_t serial_;
   std::string placement_note_;  // How the worker count and pinning came about.
+  int usable_cpus_ = 1;  // CPUs the process may use, as Start found them.
   idle::Calibration calibration_;  // Empty unless calibration set a cost.
   std::unique_ptr<ContentionMonitor> contention_;
   std::vector<std::unique_ptr<Worker>> workers_;
@@ -238,6 +250,7 @@ class ThreadPool {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> shut_down_{false};
   std::atomic<uint64_t> timers_cancelled_{0};
+  OutsideWaitCounters outside_waits_;  // Threads outside, in WaitOutside.
 };
 
 }  // namespace haltpool

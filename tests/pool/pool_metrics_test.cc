@@ -59,6 +59,8 @@ PoolStats MakeStats() {
   }
   stats.timers_cancelled = 21;
   stats.max_pollers = 2;
+  stats.outside_waits.parks = 31;
+  stats.outside_waits.wakes = {32, 33, 34};
   stats.backoff.enabled = true;
   stats.backoff.level = 3;
   stats.backoff.poll_cap_ns = 12500;
@@ -174,6 +176,13 @@ TEST(PoolMetricsTest, GaugesAndUnits) {
   EXPECT_EQ(Value(e, "haltpool_backoff_recovered_total"), "1");
   EXPECT_EQ(Value(e, "haltpool_timers_cancelled_total"), "21");
   EXPECT_EQ(Value(e, "haltpool_max_pollers"), "2");
+  EXPECT_EQ(Value(e, "haltpool_outside_parks_total"), "31");
+  EXPECT_EQ(Value(e, "haltpool_outside_wakes_total", {{"kind", "polling"}}),
+            "32");
+  EXPECT_EQ(Value(e, "haltpool_outside_wakes_total", {{"kind", "not_idle"}}),
+            "33");
+  EXPECT_EQ(Value(e, "haltpool_outside_wakes_total", {{"kind", "syscall"}}),
+            "34");
   ASSERT_NE(e.Family("haltpool_idle_time_seconds"), nullptr);
   EXPECT_EQ(e.Family("haltpool_idle_time_seconds")->unit, "seconds");
   EXPECT_EQ(e.Family("haltpool_poll_window_seconds")->type, "gauge");

@@ -321,6 +321,7 @@ TEST(PoolStatsFormat, TextAndJsonCarryEveryWorker) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("Idle options: as started\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nOutside waits: "), std::string::npos) << text;
   EXPECT_NE(text.find("Idle beside its waker, no poll: "), std::string::npos)
       << text;
   EXPECT_NE(
@@ -330,7 +331,7 @@ TEST(PoolStatsFormat, TextAndJsonCarryEveryWorker) {
       << json;
   EXPECT_NE(json.find("},\"idle_options\":{\"changes\":0,"
                       "\"last_change_at_unix_ns\":null,\"last_change\":\"\"},"
-                      "\"workers\":["),
+                      "\"outside_waits\":{\"parks\":"),
             std::string::npos)
       << json;
 }
