@@ -40,27 +40,22 @@ Selection PredictiveGovernor::Poll(int64_t window_ns) noexcept {
 }
 
 Selection PredictiveGovernor::Plan(const IdleContext& context) noexcept {
-  expected_ns_ = 0;
-  poll_until_ns_ = 0;
+  // Rule 1's first expected wake, the caller's timer; rule 0 keeps it for
+  // the plan after a dense poll that runs out (rules 3 and 4).
+  const bool timer = context.deadline_ns != kNoTimer;
+  expected_ns_ = timer ? context.deadline_ns : 0;
+  poll_until_ns_ = expected_ns_;
   second_ns_ = 0;
   // Rule 0: dense arrivals.
   const int64_t dense_poll =
       std::min(params_.dense_poll_ns, context.poll_cap_ns);
   if (wake_periods_ >= kHistory && dense_poll > 0 &&
       kDenseCover * mean_period_ns_ <= params_.dense_poll_ns) {
-    // A timer after the dense poll is planned for as rules 3 and 4 would.
-    if (context.deadline_ns != kNoTimer) {
-      expected_ns_ = context.deadline_ns;
-      poll_until_ns_ = context.deadline_ns;
-    }
     dense_poll_ = true;
     return Poll(dense_poll);
   }
-  // Rule 1: the expected wake.
-  if (context.deadline_ns != kNoTimer) {
-    expected_ns_ = context.deadline_ns;
-    poll_until_ns_ = context.deadline_ns;
-  }
+  // Rule 1: the expected wake, the timer's or the pattern's, whichever
+  // comes first.
   IntervalPattern pattern;
   if (Regular(pattern)) {
     const int64_t predicted = period_start_ns_ + pattern.median_ns;
@@ -69,9 +64,7 @@ Selection PredictiveGovernor::Plan(const IdleContext& context) noexcept {
       const int64_t tolerance =
           std::max(2 * pattern.deviation_ns, kMinToleranceNs);
       poll_until_ns_ = predicted + tolerance;
-      if (context.deadline_ns != kNoTimer) {
-        poll_until_ns_ = std::min(poll_until_ns_, context.deadline_ns);
-      }
+      if (timer) poll_until_ns_ = std::min(poll_until_ns_, context.deadline_ns);
       // Rule 5: in a burst, the longest recent period, the gap between
       // bursts, comes next.
       const int64_t longest =
@@ -134,7 +127,6 @@ Selection PredictiveGovernor::Select(const IdleContext& context) noexcept {
     in_period_ = true;
     period_start_ns_ = context.now_ns;
     poll_ran_out_ = false;
-    dense_poll_ = false;
     selection = Plan(context);
   } else {
     selection = Step(context);
