@@ -45,10 +45,11 @@ void TaskGroup::AddWaiter(idle::WakeWord* word) {
   waiters_.push_back(word);
 }
 
-void TaskGroup::RemoveWaiter(idle::WakeWord* word) {
+int TaskGroup::RemoveWaiter(idle::WakeWord* word) {
   std::lock_guard<std::mutex> lock(mu_);
   waiters_.erase(std::remove(waiters_.begin(), waiters_.end(), word),
                  waiters_.end());
+  return waker_cpu_;
 }
 
 void TaskGroup::WaitBlocking() {

@@ -28,7 +28,8 @@ class TaskGroup {
   TaskGroup() = default;
   TaskGroup(const TaskGroup&) = delete;
   TaskGroup& operator=(const TaskGroup&) = delete;
-  // The owner waits for the group (ThreadPool::Wait) before destroying it.
+  // The owner waits for the group (ThreadPool::Wait) before destroying it,
+  // and, when several threads wait for it, until every one's Wait returned.
   ~TaskGroup() = default;
 
   // `co_await group` in a coroutine: resumes when pending() is back to
@@ -67,10 +68,10 @@ class TaskGroup {
   void Settle() { std::lock_guard<std::mutex> lock(mu_); }
   // Registers/unregisters a waiting worker's wake word.
   void AddWaiter(idle::WakeWord* word);
-  void RemoveWaiter(idle::WakeWord* word);
-  // The CPU the last task ran on when it woke the registered waiters, -1
-  // if none was woken. Read after RemoveWaiter, whose lock orders it.
-  int waker_cpu() const noexcept { return waker_cpu_; }
+  // Returns the CPU the group's last task ran on when it last woke the
+  // registered waiters, -1 if it never did: the waker of a word that saw a
+  // wake while registered.
+  int RemoveWaiter(idle::WakeWord* word);
   // Blocks a thread that is not a worker until pending() == 0, without
   // polling (ThreadPool::WaitOutside when it cannot make a waiter).
   void WaitBlocking();

@@ -589,11 +589,14 @@ void ThreadPool::WaitOutside(TaskGroup& group) {
       (*waiter)->parker().Park(arch::kNoDeadline, /*allow_poll=*/poll_cap != 0,
                                /*external=*/nullptr, poll_cap);
     }
-    group.RemoveWaiter(&word);
-    beside_waker.Woken(group.waker_cpu(), arch::CurrentCpu());
+    const int waker_cpu = group.RemoveWaiter(&word);
     // No wake of this group lands on the word any more: the counts moved
-    // by this group's wakes alone.
+    // by this group's last task alone, and if they moved, that task's CPU
+    // is the waker's.
     const idle::WakeStats after = word.wake_stats();
+    if (after.total() != before.total()) {
+      beside_waker.Woken(waker_cpu, arch::CurrentCpu());
+    }
     outside_waits_.Add(
         park, {after.polling - before.polling, after.not_idle - before.not_idle,
                after.syscall - before.syscall});

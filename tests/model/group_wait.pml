@@ -8,6 +8,9 @@
  *
  * W waiters each wait for R groups in turn, on one word each (a wake left
  * on it by one group is still there for the next); T tasks end each group.
+ * Checked: every wait returns (no invalid end state), every group drains,
+ * and no task still uses a group when a wait for it returns (the caller
+ * may destroy the group then).
  */
 
 #define W 2  /* waiting threads */
@@ -21,6 +24,7 @@ bool registered[W];    /* the word is in waiters_ */
 bool notified[W];      /* a wake pending on the word */
 byte round_of[W];      /* the group the waiter waits for */
 byte returned = 0;     /* waiters whose every Wait returned */
+bool in_done[R];       /* the last task of group r still uses the group */
 
 inline lock() { atomic { !locked -> locked = 1 } }
 inline unlock() { locked = 0 }
@@ -35,8 +39,10 @@ proctype Task(byte r) {
   :: pending[r] <= 1 -> break
   od;
   lock();
-  n = pending[r];
-  pending[r]--;
+  atomic { n = pending[r]; pending[r]--; in_done[r] = (n == 1) };
+#ifdef BROKEN_DONE_UNLOCK_EARLY
+  unlock();
+#endif
   if
   :: n == 1 ->
      /* The last task unparks every word registered with the group. */
@@ -48,7 +54,10 @@ proctype Task(byte r) {
      }
   :: else -> skip
   fi;
+  in_done[r] = 0;
+#ifndef BROKEN_DONE_UNLOCK_EARLY
   unlock();
+#endif
 done:
   skip
 }
@@ -75,8 +84,10 @@ proctype Waiter(byte me) {
        fi;
        lock(); registered[me] = 0; unlock()       /* RemoveWaiter */
     od;
-    /* Settle: the lock, so the last Done has left the group. */
-    lock(); unlock()
+    /* Settle: the lock, so the last Done has left the group, which the
+     * caller may now destroy. */
+    lock(); unlock();
+    assert(!in_done[r])
   }
   returned++
 }

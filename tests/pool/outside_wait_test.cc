@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "runtime/beside_waker.h"
 #include "runtime/config.h"
+#include "runtime/cpu_quota.h"
 #include "runtime/environment.h"
 #include "runtime/pool_stats.h"
 #include "runtime/thread_pool.h"
@@ -52,26 +53,43 @@ void WaitForSleeper(ThreadPool& pool, int ms) {
   EXPECT_TRUE(ran.load());
 }
 
+// Wakes that found the waiter idle: polling, or asleep. A wake that found
+// it still on its way into the park (its thread kept from the CPU for the
+// whole task, as under a loaded sanitizer run) says nothing about how it
+// idles; the tests count the ones that do.
+uint64_t FoundIdle(const OutsideWaitStats& s) {
+  return s.wakes.polling + s.wakes.syscall;
+}
+
+// A waiter polls only with a second CPU for the task.
+bool OneUsableCpu() {
+  absl::StatusOr<CpuQuota> quota = ProcessCpuQuota();
+  return !quota.ok() || quota->usable_cpus < 2;
+}
+
+// Waits for 20 ms tasks until one wake found the waiter idle, at most 5
+// times: under `governor` the waiter was then polling or asleep.
+OutsideWaitStats WaitUntilOneFoundIdle(ThreadPool& pool) {
+  for (int i = 0; i < 5 && FoundIdle(pool.Stats().outside_waits) == 0; ++i) {
+    WaitForSleeper(pool, 20);
+  }
+  return pool.Stats().outside_waits;
+}
+
 TEST(OutsideWait, APollingWaiterIsWokenWithoutASyscall) {
+  if (OneUsableCpu()) GTEST_SKIP() << "one usable CPU: the waiter blocks";
   auto pool = MakePool("poll");
-  WaitForSleeper(*pool, 20);
-  const OutsideWaitStats s = pool->Stats().outside_waits;
-  EXPECT_EQ(s.parks, 1u);
-  // The task outlasted the waiter's way into the poll by far; the poll
-  // governor has no window to run out of.
+  const OutsideWaitStats s = WaitUntilOneFoundIdle(*pool);
+  // The poll governor has no window to run out of.
   EXPECT_EQ(s.wakes.polling, 1u) << FormatOutsideWaits(s);
   EXPECT_EQ(s.wakes.syscall, 0u) << FormatOutsideWaits(s);
 }
 
 TEST(OutsideWait, ABlockingWaiterIsWokenByFutexWake) {
   auto pool = MakePool("block");
-  WaitForSleeper(*pool, 20);
-  const OutsideWaitStats s = pool->Stats().outside_waits;
-  EXPECT_EQ(s.parks, 1u);
+  const OutsideWaitStats s = WaitUntilOneFoundIdle(*pool);
   EXPECT_EQ(s.wakes.polling, 0u) << FormatOutsideWaits(s);
-  // Asleep by then unless this thread was kept from its CPU for 20 ms:
-  // then the wake found it running.
-  EXPECT_EQ(s.wakes.syscall + s.wakes.not_idle, 1u) << FormatOutsideWaits(s);
+  EXPECT_EQ(s.wakes.syscall, 1u) << FormatOutsideWaits(s);
 }
 
 TEST(OutsideWait, AWaiterDoesNotPollOnTheProcesssOnlyCpu) {
@@ -82,10 +100,9 @@ TEST(OutsideWait, AWaiterDoesNotPollOnTheProcesssOnlyCpu) {
   std::thread one_cpu([&] {
     ASSERT_TRUE(arch::SetThreadCpus({cpus.front()}).ok());
     auto pool = MakePool("poll");
-    WaitForSleeper(*pool, 20);
-    const OutsideWaitStats s = pool->Stats().outside_waits;
-    EXPECT_EQ(s.parks, 1u);
+    const OutsideWaitStats s = WaitUntilOneFoundIdle(*pool);
     EXPECT_EQ(s.wakes.polling, 0u) << FormatOutsideWaits(s);
+    EXPECT_EQ(s.wakes.syscall, 1u) << FormatOutsideWaits(s);
   });
   one_cpu.join();
 }
@@ -105,12 +122,16 @@ TEST(OutsideWait, WithTheBackoffAWaiterDoesNotPollBesideItsWaker) {
   ASSERT_TRUE(pool.ok()) << pool.status();
   std::thread beside([&] {
     ASSERT_TRUE(arch::SetThreadCpus({cpus.front()}).ok());
-    for (int i = 0; i < 10; ++i) WaitForSleeper(**pool, 2);
+    for (int i = 0; i < 10; ++i) WaitForSleeper(**pool, 5);
   });
   beside.join();
   const OutsideWaitStats s = (*pool)->Stats().outside_waits;
-  EXPECT_EQ(s.parks, 10u);
-  // The first kInARow waits poll; no probe comes within 10.
+  if (FoundIdle(s) < 5) {
+    GTEST_SKIP() << "too few wakes found the waiter idle to judge: "
+                 << FormatOutsideWaits(s);
+  }
+  // Only waits before the kInARow-th wake from its CPU poll; no probe comes
+  // within 10.
   EXPECT_LE(s.wakes.polling, static_cast<uint64_t>(BesideWaker::kInARow))
       << FormatOutsideWaits(s);
 }
@@ -127,32 +148,37 @@ TEST(OutsideWait, AGroupDoneBeforeTheWaitDoesNotPark) {
 }
 
 TEST(OutsideWait, ChangedOptionsReachTheNextWait) {
+  if (OneUsableCpu()) GTEST_SKIP() << "one usable CPU: the waiter blocks";
   auto pool = MakePool("block");
-  WaitForSleeper(*pool, 20);
-  EXPECT_EQ(pool->Stats().outside_waits.wakes.polling, 0u);
+  const OutsideWaitStats blocked = WaitUntilOneFoundIdle(*pool);
+  EXPECT_EQ(blocked.wakes.polling, 0u) << FormatOutsideWaits(blocked);
   IdleChoices poll;
   poll.governor = "poll";
   ASSERT_TRUE(pool->SetIdleOptions(poll).ok());
-  WaitForSleeper(*pool, 20);
-  const OutsideWaitStats s = pool->Stats().outside_waits;
-  EXPECT_EQ(s.parks, 2u);
+  OutsideWaitStats s = blocked;
+  for (int i = 0; i < 5 && FoundIdle(s) == FoundIdle(blocked); ++i) {
+    WaitForSleeper(*pool, 20);
+    s = pool->Stats().outside_waits;
+  }
   EXPECT_EQ(s.wakes.polling, 1u) << FormatOutsideWaits(s);
+  EXPECT_EQ(s.wakes.syscall, blocked.wakes.syscall) << FormatOutsideWaits(s);
 }
 
 TEST(OutsideWait, OneThreadWaitsOnPoolsInTurn) {
   // The thread's waiter is made for one pool at a time: each switch makes
   // it anew, under that pool's governor.
+  if (OneUsableCpu()) GTEST_SKIP() << "one usable CPU: the waiter blocks";
   auto polling = MakePool("poll");
   auto blocking = MakePool("block");
   for (int round = 0; round < 3; ++round) {
-    WaitForSleeper(*polling, 5);
-    WaitForSleeper(*blocking, 5);
+    WaitForSleeper(*polling, 20);
+    WaitForSleeper(*blocking, 20);
   }
   const OutsideWaitStats p = polling->Stats().outside_waits;
   const OutsideWaitStats b = blocking->Stats().outside_waits;
-  EXPECT_EQ(p.parks, 3u);
-  EXPECT_EQ(p.wakes.polling, 3u) << FormatOutsideWaits(p);
-  EXPECT_EQ(b.parks, 3u);
+  EXPECT_GE(p.wakes.polling, 1u) << FormatOutsideWaits(p);
+  EXPECT_EQ(p.wakes.syscall, 0u) << FormatOutsideWaits(p);
+  EXPECT_GE(b.wakes.syscall, 1u) << FormatOutsideWaits(b);
   EXPECT_EQ(b.wakes.polling, 0u) << FormatOutsideWaits(b);
 }
 
@@ -196,8 +222,10 @@ TEST(OutsideWait, PingPongFromOutsideLosesNoWake) {
     }
     EXPECT_EQ(n, 20000);
     const OutsideWaitStats s = pool->Stats().outside_waits;
-    // A park is woken exactly once: by the group's last task.
-    EXPECT_LE(s.parks, s.wakes.total()) << FormatOutsideWaits(s);
+    // Each park ends on a wake: one of this pool's, or the one wake an
+    // earlier pool may have left pending on this thread's word.
+    EXPECT_LE(s.parks, s.wakes.total() + 1) << FormatOutsideWaits(s);
+    // One wake per group at most: only its last task wakes the waiter.
     EXPECT_LE(s.wakes.total(), 20000u) << FormatOutsideWaits(s);
   }
 }
