@@ -1,6 +1,7 @@
 #include "idle/predictive_governor.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 #include "idle/idle_state.h"
@@ -27,6 +28,41 @@ int64_t PredictiveGovernor::wake_margin_ns() const noexcept {
 bool PredictiveGovernor::Regular(IntervalPattern& pattern) const noexcept {
   return history_count_ == kHistory &&
          RegularInterval(history_.data(), kHistory, pattern);
+}
+
+bool PredictiveGovernor::Rhythmic(IntervalPattern& rhythm) const noexcept {
+  return rhythm_count_ == kHistory &&
+         RegularInterval(rhythm_.data(), kHistory, rhythm);
+}
+
+bool PredictiveGovernor::PredictByRhythm(const IntervalPattern* periods,
+                                         int64_t& predicted_ns,
+                                         int64_t& tolerance_ns) const noexcept {
+  IntervalPattern rhythm;
+  if (anchor_samples_ < kAnchorSamples || !Rhythmic(rhythm) ||
+      !NearBeat(rhythm.median_ns)) {
+    return false;
+  }
+  if (periods != nullptr && period_samples_ >= kAnchorSamples &&
+      anchor_miss_ns_ > period_miss_ns_) {
+    return false;
+  }
+  // A beat too short to block for is polled across anyway (rules 3 and 5).
+  if (beat_ns_ < params_.block_target_residency_ns ||
+      kSteadyBeat * anchor_miss_ns_ > beat_ns_ ||
+      period_start_ns_ - anchor_ns_ > kAnchorBeats * beat_ns_) {
+    return false;
+  }
+  // The first beat after the period began, and not the last wake's own.
+  const int64_t after =
+      std::max(period_start_ns_, last_wake_ns_ + beat_ns_ / 2);
+  predicted_ns = anchor_ns_ + ((after - anchor_ns_) / beat_ns_ + 1) * beat_ns_;
+  tolerance_ns = std::max(kRhythmTolerance * anchor_miss_ns_, kMinToleranceNs);
+  return true;
+}
+
+bool PredictiveGovernor::NearBeat(int64_t interval_ns) const noexcept {
+  return beat_ns_ > 0 && std::abs(interval_ns - beat_ns_) <= beat_ns_ / 8;
 }
 
 int64_t PredictiveGovernor::predicted_interval_ns() const noexcept {
@@ -57,14 +93,21 @@ Selection PredictiveGovernor::Plan(const IdleContext& context) noexcept {
   // Rule 1: the expected wake, the timer's or the pattern's, whichever
   // comes first.
   IntervalPattern pattern;
-  if (Regular(pattern)) {
-    const int64_t predicted = period_start_ns_ + pattern.median_ns;
-    if (expected_ns_ == 0 || predicted < expected_ns_) {
-      expected_ns_ = predicted;
-      const int64_t tolerance =
-          std::max(2 * pattern.deviation_ns, kMinToleranceNs);
-      poll_until_ns_ = predicted + tolerance;
-      if (timer) poll_until_ns_ = std::min(poll_until_ns_, context.deadline_ns);
+  const bool regular = Regular(pattern);
+  int64_t predicted = 0;
+  int64_t tolerance = 0;
+  const bool by_rhythm =
+      PredictByRhythm(regular ? &pattern : nullptr, predicted, tolerance);
+  if (!by_rhythm && regular) {
+    predicted = period_start_ns_ + pattern.median_ns;
+    tolerance = std::max(2 * pattern.deviation_ns, kMinToleranceNs);
+  }
+  if ((by_rhythm || regular) &&
+      (expected_ns_ == 0 || predicted < expected_ns_)) {
+    expected_ns_ = predicted;
+    poll_until_ns_ = predicted + tolerance;
+    if (timer) poll_until_ns_ = std::min(poll_until_ns_, context.deadline_ns);
+    if (!by_rhythm) {
       // Rule 5: in a burst, the longest recent period, the gap between
       // bursts, comes next.
       const int64_t longest =
@@ -107,7 +150,7 @@ Selection PredictiveGovernor::Step(const IdleContext& context) noexcept {
     return Block(kBlockUntilDeadline);
   }
   // Rule 4: far from the wake, block until the margin before it.
-  const int64_t block_until = expected_ns_ - wake_margin_ns();
+  const int64_t block_until = expected_ns_ - MarginFor(cap);
   if (block_until - context.now_ns >= params_.block_target_residency_ns) {
     return Block(block_until);
   }
@@ -181,7 +224,53 @@ void PredictiveGovernor::Reflect(int state, int64_t residency_ns,
       residency_ns < kFoundAtOnceNs) {
     seen_at = std::max(period_start_ns_, ran_out_block_until_ns_);
   }
+  if (exit == IdleExit::kWoken) {
+    NoteWake(seen_at, state == kPollState && residency_ns >= kFoundAtOnceNs);
+  }
   EndPeriod(seen_at, exit == IdleExit::kDeadline);
+}
+
+void PredictiveGovernor::NoteWake(int64_t seen_ns, bool exact) noexcept {
+  if (last_wake_ns_ != kNoWake) {
+    rhythm_[rhythm_next_] = seen_ns - last_wake_ns_;
+    rhythm_next_ = (rhythm_next_ + 1) % kHistory;
+    rhythm_count_ = std::min(rhythm_count_ + 1, kHistory);
+  }
+  last_wake_ns_ = seen_ns;
+  if (!exact) return;
+  // How far the periods' pattern, if any, was from this wake.
+  IntervalPattern pattern;
+  if (Regular(pattern)) {
+    const int64_t miss =
+        std::abs(seen_ns - period_start_ns_ - pattern.median_ns);
+    period_samples_ = std::min(period_samples_ + 1, kAnchorSamples);
+    period_miss_ns_ += (miss - period_miss_ns_) / period_samples_;
+  }
+  IntervalPattern rhythm;
+  if (!Rhythmic(rhythm) || rhythm.median_ns <= 0) {
+    anchor_ns_ = kNoWake;
+    anchor_samples_ = 0;
+    return;
+  }
+  // A new rhythm (or the first): the wakes' median interval is the beat
+  // until anchored wakes measure it.
+  if (!NearBeat(rhythm.median_ns)) {
+    beat_ns_ = rhythm.median_ns;
+    anchor_samples_ = 0;
+    anchor_miss_ns_ = 0;
+  }
+  const int64_t since = anchor_ns_ == kNoWake ? 0 : seen_ns - anchor_ns_;
+  if (since > 0 && since <= kAnchorBeats * beat_ns_) {
+    // The beat nearest this wake, how far the wake strayed from it, and
+    // the beat this pair of exact wakes measures.
+    const int64_t beats =
+        std::max<int64_t>(1, (since + beat_ns_ / 2) / beat_ns_);
+    const int64_t miss = std::abs(since - beats * beat_ns_);
+    anchor_samples_ = std::min(anchor_samples_ + 1, kAnchorSamples);
+    anchor_miss_ns_ += (miss - anchor_miss_ns_) / anchor_samples_;
+    beat_ns_ += (since / beats - beat_ns_) / anchor_samples_;
+  }
+  anchor_ns_ = seen_ns;
 }
 
 void PredictiveGovernor::LearnLateness(int64_t lateness_ns) noexcept {
@@ -195,6 +284,17 @@ void PredictiveGovernor::LearnLateness(int64_t lateness_ns) noexcept {
   std::nth_element(sorted.begin(), sorted.begin() + rank,
                    sorted.begin() + lateness_count_);
   margin_ns_ = sorted[rank];
+  const int early = (lateness_count_ + 9) / 10 - 1;
+  std::nth_element(sorted.begin(), sorted.begin() + early,
+                   sorted.begin() + rank);
+  early_lateness_ns_ = sorted[early];
+}
+
+int64_t PredictiveGovernor::MarginFor(int64_t cap_ns) const noexcept {
+  if (lateness_count_ == 0) return margin_ns_;
+  const int64_t tolerance = poll_until_ns_ - expected_ns_;
+  return std::min(margin_ns_, std::max<int64_t>(
+                                  0, early_lateness_ns_ + cap_ns - tolerance));
 }
 
 void PredictiveGovernor::EndPeriod(int64_t end_ns, bool by_deadline) noexcept {

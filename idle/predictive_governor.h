@@ -22,6 +22,26 @@
 //     them as outliers), predict another one the median of the kept
 //     periods after the period began (a median, so that one late wake and
 //     the short period after it move nothing).
+//     A source that keeps its own schedule (a client sending at a fixed
+//     rate) is better predicted from its wakes than from the idle periods:
+//     a period begins only once the last wake was handled, later when that
+//     wake found the waiter blocked than when it found it polling, so the
+//     periods of such a source take on each wake's cost and predict the
+//     next wake early after a slow wake and late after a quick one. The
+//     intervals between the last kHistory wakes, if regular, are the
+//     source's rhythm; a wake met by a poll already running is seen the
+//     moment it comes and anchors the rhythm. The rhythm predicts the first
+//     beat after the period began (and half a beat after the last wake),
+//     counted from the newest anchor no more than kAnchorBeats beats old.
+//     It is used for a beat long enough to block for (at least the block
+//     state's target residency), with wakes that strayed from their beats
+//     by at most 1/kSteadyBeat of it, when the wakes met by a poll strayed no
+//     further from their beats than from the periods' predictions (decaying
+//     mean distances, over at least kAnchorSamples of them), or the periods
+//     are not regular; its tolerance is kRhythmTolerance times that
+//     distance. (Only a wake a poll met is seen when it comes, and the poll
+//     was there because the prediction in use was right: that prediction's
+//     distance is biased low, so a tie goes to the rhythm.)
 //     The earlier of the two is the expected wake.
 //  2. No expected wake. If at least half of the recent periods (a decaying
 //     share) were shorter than the block state's target residency, poll for
@@ -47,6 +67,11 @@
 //     wake until the prediction plus a tolerance of twice the kept periods'
 //     median absolute deviation (at least kMinToleranceNs); a poll that
 //     runs out is followed by a block, unless rule 5 gives a second wake.
+//     Where the cap is shorter than the margin and the tolerance, the
+//     margin is cut so that a block as early as the 10th percentile of the
+//     lateness still leaves a poll the cap does not end before the
+//     tolerance: a block that ends early by the whole margin would poll
+//     out its cap before the wake.
 //  5. A second expected wake, after a burst. A source that sends bursts of
 //     tasks a few microseconds apart, with a longer gap between bursts,
 //     shows a regular period too short to block for (under the block
@@ -83,6 +108,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 
 #include "idle/governor.h"
 #include "idle/interval_pattern.h"
@@ -142,6 +168,22 @@ class PredictiveGovernor final : public Governor {
   // and each time the poll was the other rules', capped at 50 us on shared
   // KVM (docs/BENCHMARKS.md, design 17).
   static constexpr int kDenseDecay = 64;
+  // Rule 1's rhythm: an anchor is counted from for at most this many beats
+  // (a rhythm a microsecond off strays by the beats it is counted over).
+  static constexpr int64_t kAnchorBeats = 8;
+  // Anchored wakes whose distance from their beats it must have seen before
+  // the rhythm is trusted, and the weight of a new one after that, as
+  // 1/kAnchorSamples.
+  static constexpr int kAnchorSamples = 4;
+  // The rhythm's tolerance, in mean distances of anchored wakes from their
+  // beats: a normal spread's mean distance is 0.8 of its standard
+  // deviation, so three of them cover all but 2 % of its wakes.
+  static constexpr int64_t kRhythmTolerance = 3;
+  // A rhythm whose wakes stray from their beats by more than 1/kSteadyBeat
+  // of the beat (a mean distance) is not used: random arrivals that look
+  // regular over a few intervals (the detector drops the longest) would
+  // poll across wide tolerances for wakes that are not coming.
+  static constexpr int64_t kSteadyBeat = 16;
 
   explicit PredictiveGovernor(const PredictiveParams& params) noexcept;
 
@@ -180,9 +222,22 @@ class PredictiveGovernor final : public Governor {
   Selection Poll(int64_t window_ns) noexcept;
   void EndPeriod(int64_t end_ns, bool by_deadline) noexcept;
   void LearnLateness(int64_t lateness_ns) noexcept;
+  // Rule 4's margin before the expected wake for a poll capped at `cap_ns`.
+  int64_t MarginFor(int64_t cap_ns) const noexcept;
   // The history's regular interval (interval_pattern.h); false until the
   // history is full or if it is not regular.
   bool Regular(IntervalPattern& pattern) const noexcept;
+  // The same for the intervals between wakes, the source's rhythm.
+  bool Rhythmic(IntervalPattern& rhythm) const noexcept;
+  // Rule 1's wake from the rhythm, with its tolerance; false if the rhythm
+  // is not to be used now (see the rule). `periods` is the periods'
+  // pattern, or null if they are not regular.
+  bool PredictByRhythm(const IntervalPattern* periods, int64_t& predicted_ns,
+                       int64_t& tolerance_ns) const noexcept;
+  // Whether `interval_ns` is within an eighth of the measured beat.
+  bool NearBeat(int64_t interval_ns) const noexcept;
+  // Records a wake seen at `seen_ns`; `exact` if a running poll met it.
+  void NoteWake(int64_t seen_ns, bool exact) noexcept;
 
   PredictiveParams params_;
 
@@ -209,6 +264,23 @@ class PredictiveGovernor final : public Governor {
   int lateness_count_ = 0;
   int lateness_next_ = 0;
   int64_t margin_ns_;
+  int64_t early_lateness_ns_ = 0;  // Their 10th percentile.
+  // Rule 1's rhythm: the intervals between the last wakes, the last wake
+  // and the newest anchor (kNoWake: none), and how far anchored wakes
+  // strayed from their beats (a mean over anchor_samples_ of them).
+  std::array<int64_t, kHistory> rhythm_{};
+  int rhythm_count_ = 0;
+  int rhythm_next_ = 0;
+  static constexpr int64_t kNoWake = std::numeric_limits<int64_t>::min();
+  int64_t last_wake_ns_ = kNoWake;
+  int64_t anchor_ns_ = kNoWake;
+  int64_t anchor_miss_ns_ = 0;
+  int anchor_samples_ = 0;
+  int64_t beat_ns_ = 0;  // The rhythm's beat, as anchored wakes measure it.
+  // How far the periods' pattern was from the wakes a poll met (a mean
+  // over period_samples_ of them).
+  int64_t period_miss_ns_ = 0;
+  int period_samples_ = 0;
   int64_t short_share_ = 0;    // Of periods under the target residency.
   int64_t short_mean_ns_ = 0;  // Decaying mean length of those periods.
   // Rule 0: the mean length of the periods a wake ended, how many of them
