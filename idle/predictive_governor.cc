@@ -38,11 +38,7 @@ bool PredictiveGovernor::Rhythmic(IntervalPattern& rhythm) const noexcept {
 bool PredictiveGovernor::PredictByRhythm(const IntervalPattern* periods,
                                          int64_t& predicted_ns,
                                          int64_t& tolerance_ns) const noexcept {
-  IntervalPattern rhythm;
-  if (anchor_samples_ < kAnchorSamples || !Rhythmic(rhythm) ||
-      !NearBeat(rhythm.median_ns)) {
-    return false;
-  }
+  if (anchor_samples_ < kAnchorSamples) return false;
   if (periods != nullptr && period_samples_ >= kAnchorSamples &&
       anchor_miss_ns_ > period_miss_ns_) {
     return false;
@@ -246,29 +242,35 @@ void PredictiveGovernor::NoteWake(int64_t seen_ns, bool exact) noexcept {
     period_samples_ = std::min(period_samples_ + 1, kAnchorSamples);
     period_miss_ns_ += (miss - period_miss_ns_) / period_samples_;
   }
-  IntervalPattern rhythm;
-  if (!Rhythmic(rhythm) || rhythm.median_ns <= 0) {
-    anchor_ns_ = kNoWake;
-    anchor_samples_ = 0;
-    return;
-  }
   // A new rhythm (or the first): the wakes' median interval is the beat
-  // until anchored wakes measure it.
-  if (!NearBeat(rhythm.median_ns)) {
+  // until anchored wakes measure it. Wakes that are not regular for a while
+  // (a source that skipped a beat) leave the beat alone.
+  IntervalPattern rhythm;
+  if (Rhythmic(rhythm) && rhythm.median_ns > 0 && !NearBeat(rhythm.median_ns)) {
     beat_ns_ = rhythm.median_ns;
     anchor_samples_ = 0;
     anchor_miss_ns_ = 0;
+    chain_beats_ = 0;
   }
   const int64_t since = anchor_ns_ == kNoWake ? 0 : seen_ns - anchor_ns_;
-  if (since > 0 && since <= kAnchorBeats * beat_ns_) {
-    // The beat nearest this wake, how far the wake strayed from it, and
-    // the beat this pair of exact wakes measures.
+  if (beat_ns_ > 0 && since > 0 && since <= kAnchorBeats * beat_ns_) {
+    // The beat nearest this wake, and how far the wake strayed from it.
     const int64_t beats =
         std::max<int64_t>(1, (since + beat_ns_ / 2) / beat_ns_);
     const int64_t miss = std::abs(since - beats * beat_ns_);
     anchor_samples_ = std::min(anchor_samples_ + 1, kAnchorSamples);
     anchor_miss_ns_ += (miss - anchor_miss_ns_) / anchor_samples_;
-    beat_ns_ += (since / beats - beat_ns_) / anchor_samples_;
+    // The beat is the mean over the chain of anchors; a wake off its beat
+    // breaks the chain, and the next pair starts a new one.
+    if (kSteadyBeat * miss > beat_ns_) {
+      chain_beats_ = 0;
+    } else {
+      if (chain_beats_ == 0) chain_start_ns_ = anchor_ns_;
+      chain_beats_ += beats;
+      beat_ns_ = (seen_ns - chain_start_ns_) / chain_beats_;
+    }
+  } else {
+    chain_beats_ = 0;  // The anchor was too old to count beats from.
   }
   anchor_ns_ = seen_ns;
 }
@@ -292,9 +294,8 @@ void PredictiveGovernor::LearnLateness(int64_t lateness_ns) noexcept {
 
 int64_t PredictiveGovernor::MarginFor(int64_t cap_ns) const noexcept {
   if (lateness_count_ == 0) return margin_ns_;
-  const int64_t tolerance = poll_until_ns_ - expected_ns_;
-  return std::min(margin_ns_, std::max<int64_t>(
-                                  0, early_lateness_ns_ + cap_ns - tolerance));
+  const int64_t after = std::min(poll_until_ns_ - expected_ns_, cap_ns / 2);
+  return std::min(margin_ns_, early_lateness_ns_ + cap_ns - after);
 }
 
 void PredictiveGovernor::EndPeriod(int64_t end_ns, bool by_deadline) noexcept {

@@ -27,12 +27,18 @@
 //     a period begins only once the last wake was handled, later when that
 //     wake found the waiter blocked than when it found it polling, so the
 //     periods of such a source take on each wake's cost and predict the
-//     next wake early after a slow wake and late after a quick one. The
-//     intervals between the last kHistory wakes, if regular, are the
-//     source's rhythm; a wake met by a poll already running is seen the
-//     moment it comes and anchors the rhythm. The rhythm predicts the first
-//     beat after the period began (and half a beat after the last wake),
-//     counted from the newest anchor no more than kAnchorBeats beats old.
+//     next wake early after a slow wake and late after a quick one. A wake
+//     met by a poll already running is seen the moment it comes and
+//     anchors the source's rhythm. Its beat is first the median interval
+//     between the last kHistory wakes, once they are regular, and then
+//     the mean beat over a chain of anchors (a wake more than
+//     1/kSteadyBeat of the beat off it breaks the chain, and the next pair
+//     of anchors starts a new one); wakes that stop being regular for a
+//     while (a source that skipped a beat) leave it alone, and regular
+//     wakes an eighth or more away from it start a new one. The rhythm
+//     predicts the first beat after the period began (and half a beat
+//     after the last wake), counted from the newest anchor no more than
+//     kAnchorBeats beats old.
 //     It is used for a beat long enough to block for (at least the block
 //     state's target residency), with wakes that strayed from their beats
 //     by at most 1/kSteadyBeat of it, when the wakes met by a poll strayed no
@@ -70,8 +76,10 @@
 //     Where the cap is shorter than the margin and the tolerance, the
 //     margin is cut so that a block as early as the 10th percentile of the
 //     lateness still leaves a poll the cap does not end before the
-//     tolerance: a block that ends early by the whole margin would poll
-//     out its cap before the wake.
+//     tolerance, or before half the cap past the wake if the tolerance is
+//     longer: a block that ends early by the whole margin would poll out
+//     its cap before the wake, and one that waits for the wake itself
+//     would meet no wake while polling, and learn nothing.
 //  5. A second expected wake, after a burst. A source that sends bursts of
 //     tasks a few microseconds apart, with a longer gap between bursts,
 //     shows a regular period too short to block for (under the block
@@ -170,7 +178,7 @@ class PredictiveGovernor final : public Governor {
   static constexpr int kDenseDecay = 64;
   // Rule 1's rhythm: an anchor is counted from for at most this many beats
   // (a rhythm a microsecond off strays by the beats it is counted over).
-  static constexpr int64_t kAnchorBeats = 8;
+  static constexpr int64_t kAnchorBeats = 16;
   // Anchored wakes whose distance from their beats it must have seen before
   // the rhythm is trusted, and the weight of a new one after that, as
   // 1/kAnchorSamples.
@@ -277,6 +285,10 @@ class PredictiveGovernor final : public Governor {
   int64_t anchor_miss_ns_ = 0;
   int anchor_samples_ = 0;
   int64_t beat_ns_ = 0;  // The rhythm's beat, as anchored wakes measure it.
+  // The chain of anchors it is measured over: its first, and the beats
+  // since (0: no chain).
+  int64_t chain_start_ns_ = 0;
+  int64_t chain_beats_ = 0;
   // How far the periods' pattern was from the wakes a poll met (a mean
   // over period_samples_ of them).
   int64_t period_miss_ns_ = 0;
