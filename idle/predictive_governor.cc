@@ -35,26 +35,26 @@ bool PredictiveGovernor::Rhythmic(IntervalPattern& rhythm) const noexcept {
          RegularInterval(rhythm_.data(), kHistory, rhythm);
 }
 
-bool PredictiveGovernor::PredictByRhythm(const IntervalPattern* periods,
-                                         int64_t& predicted_ns,
-                                         int64_t& tolerance_ns) const noexcept {
-  if (anchor_samples_ < kAnchorSamples) return false;
-  if (periods != nullptr && period_samples_ >= kAnchorSamples &&
-      anchor_miss_ns_ > period_miss_ns_) {
-    return false;
-  }
-  // A beat too short to block for is polled across anyway (rules 3 and 5).
-  if (beat_ns_ < params_.block_target_residency_ns ||
-      kSteadyBeat * anchor_miss_ns_ > beat_ns_ ||
+int64_t PredictiveGovernor::NextBeat() const noexcept {
+  if (beat_ns_ <= 0 || anchor_ns_ == kNoWake ||
       period_start_ns_ - anchor_ns_ > kAnchorBeats * beat_ns_) {
-    return false;
+    return 0;
   }
   // The first beat after the period began, and not the last wake's own.
   const int64_t after =
       std::max(period_start_ns_, last_wake_ns_ + beat_ns_ / 2);
-  predicted_ns = anchor_ns_ + ((after - anchor_ns_) / beat_ns_ + 1) * beat_ns_;
-  tolerance_ns = std::max(kRhythmTolerance * anchor_miss_ns_, kMinToleranceNs);
-  return true;
+  return anchor_ns_ + ((after - anchor_ns_) / beat_ns_ + 1) * beat_ns_;
+}
+
+bool PredictiveGovernor::RhythmWins(bool periods_regular) const noexcept {
+  // A beat too short to block for is polled across anyway (rules 3 and 5).
+  if (beat_ns_ < params_.block_target_residency_ns ||
+      anchor_samples_ < kAnchorSamples || rhythm_errors_ < kAnchorSamples ||
+      kSteadyBeat * rhythm_error_ns_ > beat_ns_) {
+    return false;
+  }
+  return !periods_regular || period_errors_ < kAnchorSamples ||
+         rhythm_error_ns_ <= period_error_ns_;
 }
 
 bool PredictiveGovernor::NearBeat(int64_t interval_ns) const noexcept {
@@ -78,6 +78,9 @@ Selection PredictiveGovernor::Plan(const IdleContext& context) noexcept {
   expected_ns_ = timer ? context.deadline_ns : 0;
   poll_until_ns_ = expected_ns_;
   second_ns_ = 0;
+  period_guess_ns_ = 0;
+  beat_guess_ns_ = 0;
+  guess_missed_ = false;
   // Rule 0: dense arrivals.
   const int64_t dense_poll =
       std::min(params_.dense_poll_ns, context.poll_cap_ns);
@@ -88,14 +91,23 @@ Selection PredictiveGovernor::Plan(const IdleContext& context) noexcept {
   }
   // Rule 1: the expected wake, the timer's or the pattern's, whichever
   // comes first.
+  IntervalPattern rhythm;
+  if (Rhythmic(rhythm) && rhythm.median_ns > 0 &&
+      (beat_lost_ || !NearBeat(rhythm.median_ns))) {
+    StartBeat(rhythm.median_ns);
+  }
   IntervalPattern pattern;
   const bool regular = Regular(pattern);
+  period_guess_ns_ = regular ? period_start_ns_ + pattern.median_ns : 0;
+  beat_guess_ns_ = NextBeat();
+  const bool by_rhythm = beat_guess_ns_ != 0 && RhythmWins(regular);
   int64_t predicted = 0;
   int64_t tolerance = 0;
-  const bool by_rhythm =
-      PredictByRhythm(regular ? &pattern : nullptr, predicted, tolerance);
-  if (!by_rhythm && regular) {
-    predicted = period_start_ns_ + pattern.median_ns;
+  if (by_rhythm) {
+    predicted = beat_guess_ns_;
+    tolerance = std::max(kRhythmTolerance * anchor_miss_ns_, kMinToleranceNs);
+  } else if (regular) {
+    predicted = period_guess_ns_;
     tolerance = std::max(2 * pattern.deviation_ns, kMinToleranceNs);
   }
   if ((by_rhythm || regular) &&
@@ -209,6 +221,8 @@ void PredictiveGovernor::Reflect(int state, int64_t residency_ns,
   // A dense poll that ran out leaves the timer's plan, if any.
   if (state == kPollState && exit == IdleExit::kTimeout) {
     poll_ran_out_ = !dense_poll_;
+    // Through its tolerance: the prediction in use missed.
+    if (!dense_poll_ && end >= poll_until_ns_) guess_missed_ = true;
   }
   dense_poll_ = false;
   if (exit == IdleExit::kTimeout) return;
@@ -221,12 +235,63 @@ void PredictiveGovernor::Reflect(int state, int64_t residency_ns,
     seen_at = std::max(period_start_ns_, ran_out_block_until_ns_);
   }
   if (exit == IdleExit::kWoken) {
+    // A wake before a limited block's limit came before the prediction in
+    // use expected it: a miss too.
+    if (state == kBlockState && block_until_ns_ != kBlockUntilDeadline &&
+        seen_at < block_until_ns_) {
+      guess_missed_ = true;
+    }
     NoteWake(seen_at, state == kPollState && residency_ns >= kFoundAtOnceNs);
   }
   EndPeriod(seen_at, exit == IdleExit::kDeadline);
 }
 
+namespace {
+
+// A decaying mean: a plain one of the first `limit` samples, then each new
+// one weighs 1/limit.
+void AddToMean(int64_t sample, int limit, int64_t& mean, int& count) {
+  count = std::min(count + 1, limit);
+  mean += (sample - mean) / count;
+}
+
+}  // namespace
+
+void PredictiveGovernor::StartBeat(int64_t beat_ns) noexcept {
+  beat_ns_ = beat_ns;
+  beat_lost_ = false;
+  rhythm_misses_ = 0;
+  anchor_samples_ = 0;
+  anchor_miss_ns_ = 0;
+  rhythm_errors_ = 0;
+  rhythm_error_ns_ = 0;
+}
+
 void PredictiveGovernor::NoteWake(int64_t seen_ns, bool exact) noexcept {
+  // How far each prediction this period had was from a wake seen when it
+  // came, and the one in use from a wake it missed: one after its poll ran
+  // out (seen late by the wake's cost, if from a block: still a miss) or
+  // one before the block ahead of it ended.
+  const bool missed = guess_missed_ && expected_ns_ != 0;
+  if (period_guess_ns_ != 0 &&
+      (exact || (missed && expected_ns_ == period_guess_ns_))) {
+    AddToMean(std::abs(seen_ns - period_guess_ns_), kAnchorSamples,
+              period_error_ns_, period_errors_);
+  }
+  if (beat_guess_ns_ != 0 &&
+      (exact || (missed && expected_ns_ == beat_guess_ns_))) {
+    AddToMean(std::abs(seen_ns - beat_guess_ns_), kAnchorSamples,
+              rhythm_error_ns_, rhythm_errors_);
+  }
+  // The rhythm in use missed twice in a row: it has lost the source (a
+  // beat that changed by less than an eighth), and no poll of its would
+  // meet a wake to measure the change. It starts afresh from the wakes'
+  // median interval, once they are regular.
+  if (missed && expected_ns_ == beat_guess_ns_ && ++rhythm_misses_ >= 2) {
+    anchor_ns_ = kNoWake;
+    beat_lost_ = true;
+  }
+  if (exact) rhythm_misses_ = 0;
   if (last_wake_ns_ != kNoWake) {
     rhythm_[rhythm_next_] = seen_ns - last_wake_ns_;
     rhythm_next_ = (rhythm_next_ + 1) % kHistory;
@@ -234,43 +299,15 @@ void PredictiveGovernor::NoteWake(int64_t seen_ns, bool exact) noexcept {
   }
   last_wake_ns_ = seen_ns;
   if (!exact) return;
-  // How far the periods' pattern, if any, was from this wake.
-  IntervalPattern pattern;
-  if (Regular(pattern)) {
-    const int64_t miss =
-        std::abs(seen_ns - period_start_ns_ - pattern.median_ns);
-    period_samples_ = std::min(period_samples_ + 1, kAnchorSamples);
-    period_miss_ns_ += (miss - period_miss_ns_) / period_samples_;
-  }
-  // A new rhythm (or the first): the wakes' median interval is the beat
-  // until anchored wakes measure it. Wakes that are not regular for a while
-  // (a source that skipped a beat) leave the beat alone.
-  IntervalPattern rhythm;
-  if (Rhythmic(rhythm) && rhythm.median_ns > 0 && !NearBeat(rhythm.median_ns)) {
-    beat_ns_ = rhythm.median_ns;
-    anchor_samples_ = 0;
-    anchor_miss_ns_ = 0;
-    chain_beats_ = 0;
-  }
   const int64_t since = anchor_ns_ == kNoWake ? 0 : seen_ns - anchor_ns_;
   if (beat_ns_ > 0 && since > 0 && since <= kAnchorBeats * beat_ns_) {
-    // The beat nearest this wake, and how far the wake strayed from it.
+    // The beat nearest this wake, how far the wake strayed from it, and the
+    // beat this pair of anchors measures.
     const int64_t beats =
         std::max<int64_t>(1, (since + beat_ns_ / 2) / beat_ns_);
-    const int64_t miss = std::abs(since - beats * beat_ns_);
-    anchor_samples_ = std::min(anchor_samples_ + 1, kAnchorSamples);
-    anchor_miss_ns_ += (miss - anchor_miss_ns_) / anchor_samples_;
-    // The beat is the mean over the chain of anchors; a wake off its beat
-    // breaks the chain, and the next pair starts a new one.
-    if (kSteadyBeat * miss > beat_ns_) {
-      chain_beats_ = 0;
-    } else {
-      if (chain_beats_ == 0) chain_start_ns_ = anchor_ns_;
-      chain_beats_ += beats;
-      beat_ns_ = (seen_ns - chain_start_ns_) / chain_beats_;
-    }
-  } else {
-    chain_beats_ = 0;  // The anchor was too old to count beats from.
+    AddToMean(std::abs(since - beats * beat_ns_), kAnchorSamples,
+              anchor_miss_ns_, anchor_samples_);
+    beat_ns_ += (since / beats - beat_ns_) / kBeatDecay;
   }
   anchor_ns_ = seen_ns;
 }
@@ -295,7 +332,7 @@ void PredictiveGovernor::LearnLateness(int64_t lateness_ns) noexcept {
 int64_t PredictiveGovernor::MarginFor(int64_t cap_ns) const noexcept {
   if (lateness_count_ == 0) return margin_ns_;
   const int64_t after = std::min(poll_until_ns_ - expected_ns_, cap_ns / 2);
-  return std::min(margin_ns_, early_lateness_ns_ + cap_ns - after);
+  return std::min(margin_ns_, early_lateness_ns_ + (cap_ns - after));
 }
 
 void PredictiveGovernor::EndPeriod(int64_t end_ns, bool by_deadline) noexcept {

@@ -30,24 +30,29 @@
 //     next wake early after a slow wake and late after a quick one. A wake
 //     met by a poll already running is seen the moment it comes and
 //     anchors the source's rhythm. Its beat is first the median interval
-//     between the last kHistory wakes, once they are regular, and then
-//     the mean beat over a chain of anchors (a wake more than
-//     1/kSteadyBeat of the beat off it breaks the chain, and the next pair
-//     of anchors starts a new one); wakes that stop being regular for a
-//     while (a source that skipped a beat) leave it alone, and regular
-//     wakes an eighth or more away from it start a new one. The rhythm
-//     predicts the first beat after the period began (and half a beat
-//     after the last wake), counted from the newest anchor no more than
-//     kAnchorBeats beats old.
-//     It is used for a beat long enough to block for (at least the block
-//     state's target residency), with wakes that strayed from their beats
-//     by at most 1/kSteadyBeat of it, when the wakes met by a poll strayed no
-//     further from their beats than from the periods' predictions (decaying
-//     mean distances, over at least kAnchorSamples of them), or the periods
-//     are not regular; its tolerance is kRhythmTolerance times that
-//     distance. (Only a wake a poll met is seen when it comes, and the poll
-//     was there because the prediction in use was right: that prediction's
-//     distance is biased low, so a tie goes to the rhythm.)
+//     between the last kHistory wakes, when they are regular and that
+//     median is more than an eighth away from the beat (a new rhythm) or
+//     the rhythm in use missed two wakes in a row (a source that changed
+//     its rate by less than that: no poll of the rhythm's would meet a
+//     wake to measure it by), and then follows what each pair of anchors
+//     measures (a decaying mean, 1/kBeatDecay). The rhythm predicts the first
+//     beat after the period began (and half a beat after the last wake),
+//     counted from the newest anchor no more than kAnchorBeats beats old. Each
+//     anchor is measured against both predictions its period had, the periods'
+//     and the rhythm's (decaying mean distances over kAnchorSamples), and the
+//     prediction in use also against a wake it missed: one that came after
+//     its poll ran through the tolerance, however late that wake was seen,
+//     or one that ended the block ahead of it before its limit (only the
+//     wakes a poll met are seen when they come, and a poll is there when
+//     the prediction in use was right: without its misses, it would look
+//     better than it is). The rhythm is used when it has
+//     been no further off, or the periods are not regular or not yet
+//     measured; only for a beat long enough to
+//     block for (at least the block state's target residency), after
+//     kAnchorSamples anchors, and while its mean distance is at most
+//     1/kSteadyBeat of the beat. Its tolerance is kRhythmTolerance times
+//     the anchors' mean distance from their beats (at least
+//     kMinToleranceNs); rule 5 is the periods' alone.
 //     The earlier of the two is the expected wake.
 //  2. No expected wake. If at least half of the recent periods (a decaying
 //     share) were shorter than the block state's target residency, poll for
@@ -192,6 +197,11 @@ class PredictiveGovernor final : public Governor {
   // regular over a few intervals (the detector drops the longest) would
   // poll across wide tolerances for wakes that are not coming.
   static constexpr int64_t kSteadyBeat = 16;
+  // Weight of a pair of anchors' beat in the measured beat, as
+  // 1/kBeatDecay: a wake's jitter moves the beat by a sixteenth of itself
+  // over the beats between them, and a source that changes its rate by
+  // less than an eighth is followed within a few dozen anchors.
+  static constexpr int64_t kBeatDecay = 16;
 
   explicit PredictiveGovernor(const PredictiveParams& params) noexcept;
 
@@ -237,11 +247,13 @@ class PredictiveGovernor final : public Governor {
   bool Regular(IntervalPattern& pattern) const noexcept;
   // The same for the intervals between wakes, the source's rhythm.
   bool Rhythmic(IntervalPattern& rhythm) const noexcept;
-  // Rule 1's wake from the rhythm, with its tolerance; false if the rhythm
-  // is not to be used now (see the rule). `periods` is the periods'
-  // pattern, or null if they are not regular.
-  bool PredictByRhythm(const IntervalPattern* periods, int64_t& predicted_ns,
-                       int64_t& tolerance_ns) const noexcept;
+  // Rule 1's wake from the rhythm, the first beat after the period began;
+  // 0 without a beat and an anchor at most kAnchorBeats beats old.
+  int64_t NextBeat() const noexcept;
+  // Whether rule 1 uses the rhythm rather than the periods (see the rule).
+  bool RhythmWins(bool periods_regular) const noexcept;
+  // A new rhythm: its beat, measured afresh.
+  void StartBeat(int64_t beat_ns) noexcept;
   // Whether `interval_ns` is within an eighth of the measured beat.
   bool NearBeat(int64_t interval_ns) const noexcept;
   // Records a wake seen at `seen_ns`; `exact` if a running poll met it.
@@ -274,8 +286,8 @@ class PredictiveGovernor final : public Governor {
   int64_t margin_ns_;
   int64_t early_lateness_ns_ = 0;  // Their 10th percentile.
   // Rule 1's rhythm: the intervals between the last wakes, the last wake
-  // and the newest anchor (kNoWake: none), and how far anchored wakes
-  // strayed from their beats (a mean over anchor_samples_ of them).
+  // and the newest anchor (kNoWake: none), how far anchored wakes strayed
+  // from their beats (a mean over anchor_samples_ of them), and the beat.
   std::array<int64_t, kHistory> rhythm_{};
   int rhythm_count_ = 0;
   int rhythm_next_ = 0;
@@ -284,15 +296,18 @@ class PredictiveGovernor final : public Governor {
   int64_t anchor_ns_ = kNoWake;
   int64_t anchor_miss_ns_ = 0;
   int anchor_samples_ = 0;
-  int64_t beat_ns_ = 0;  // The rhythm's beat, as anchored wakes measure it.
-  // The chain of anchors it is measured over: its first, and the beats
-  // since (0: no chain).
-  int64_t chain_start_ns_ = 0;
-  int64_t chain_beats_ = 0;
-  // How far the periods' pattern was from the wakes a poll met (a mean
-  // over period_samples_ of them).
-  int64_t period_miss_ns_ = 0;
-  int period_samples_ = 0;
+  int64_t beat_ns_ = 0;
+  int rhythm_misses_ = 0;   // Wakes in a row the rhythm in use missed.
+  bool beat_lost_ = false;  // Two of them: the next regular median restarts.
+  // This period's predictions from the periods and from the rhythm (0:
+  // none), and how far each was from the wakes (means over *_errors_).
+  int64_t period_guess_ns_ = 0;
+  int64_t beat_guess_ns_ = 0;
+  bool guess_missed_ = false;  // The one in use missed this period's wake.
+  int64_t period_error_ns_ = 0;
+  int period_errors_ = 0;
+  int64_t rhythm_error_ns_ = 0;
+  int rhythm_errors_ = 0;
   int64_t short_share_ = 0;    // Of periods under the target residency.
   int64_t short_mean_ns_ = 0;  // Decaying mean length of those periods.
   // Rule 0: the mean length of the periods a wake ended, how many of them

@@ -439,6 +439,19 @@ TEST(PredictiveGovernorRules, AWakeOnItsOwnScheduleIsPredictedFromTheWakes) {
             10 * s.per_state[kPollState].time_ns);
 }
 
+// The source slows by 4 % (less than the eighth that starts a new rhythm):
+// the beat follows it, and the wakes are met while polling again. Had the
+// rhythm kept the old beat, its polls would have ended before each wake.
+TEST(PredictiveGovernorRules, ABeatThatSlowsIsFollowed) {
+  PredictiveParams p = Params();
+  p.poll_ns = 50 * kUs;
+  Waiter w(p);
+  constexpr int64_t kCost = 50 * kUs;
+  RunOnSchedule(w, 1 * kMs, kCost, 100);
+  RunOnSchedule(w, 1040 * kUs, kCost, 100);
+  EXPECT_GE(RunOnSchedule(w, 1040 * kUs, kCost, 100), 80);
+}
+
 // One block in ten ends 150 us late, the rest 30 us: the margin, the 90th
 // percentile, is 150 us, but a block that early would leave a 50 us poll
 // that runs out 70 us before the timer. The margin is cut to the 10th
