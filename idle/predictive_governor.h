@@ -76,15 +76,14 @@
 //     the margin doubles until the timer fires first. The poll after
 //     the block lasts until the deadline for a timer, and for a predicted
 //     wake until the prediction plus a tolerance of twice the kept periods'
-//     median absolute deviation (at least kMinToleranceNs); a poll that
-//     runs out is followed by a block, unless rule 5 gives a second wake.
-//     Where the cap is shorter than the margin and the tolerance, the
-//     margin is cut so that a block as early as the 10th percentile of the
-//     lateness still leaves a poll the cap does not end before the
-//     tolerance, or before half the cap past the wake if the tolerance is
-//     longer: a block that ends early by the whole margin would poll out
-//     its cap before the wake, and one that waits for the wake itself
-//     would meet no wake while polling, and learn nothing.
+//     median absolute deviation (at least kMinToleranceNs; the rhythm's is
+//     rule 1's); a poll that runs out is followed by a block, unless rule 5
+//     gives a second wake. The margin is cut, where it is longer, to the 10th
+//     percentile of the lateness plus the cap, less the tolerance (at most half
+//     the cap): a block that ended early by the whole margin would poll out its
+//     cap before the wake, and one that waited for the wake itself would meet
+//     no wake while polling, and learn nothing. Not before the first
+//     lateness sample.
 //  5. A second expected wake, after a burst. A source that sends bursts of
 //     tasks a few microseconds apart, with a longer gap between bursts,
 //     shows a regular period too short to block for (under the block

@@ -452,9 +452,9 @@ TEST(PredictiveGovernorRules, ABeatThatSlowsIsFollowed) {
   EXPECT_GE(RunOnSchedule(w, 1040 * kUs, kCost, 100), 80);
 }
 
-// One block in ten ends 150 us late, the rest 30 us: the margin, the 90th
-// percentile, is 150 us, but a block that early would leave a 50 us poll
-// that runs out 70 us before the timer. The margin is cut to the 10th
+// Two blocks in sixteen end 150 us late, the rest 30 us: the margin, the
+// 90th percentile, is 150 us, but a block that early would leave a 50 us
+// poll that runs out 70 us before the timer. The margin is cut to the 10th
 // percentile plus the cap.
 TEST(PredictiveGovernorRules, TheMarginLeavesTheCapItsPoll) {
   PredictiveParams p = Params();
