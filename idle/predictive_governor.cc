@@ -1,6 +1,8 @@
 #include "idle/predictive_governor.h"
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdlib>
 #include <limits>
 
@@ -16,6 +18,29 @@ constexpr Selection Block(int64_t until_ns) {
   return {kBlockState, 0, until_ns};
 }
 
+// Adds `value` to a ring of the last N samples, `count` of them filled.
+template <size_t N>
+void Push(std::array<int64_t, N>& ring, int& count, int& next, int64_t value) {
+  ring[next] = value;
+  next = (next + 1) % static_cast<int>(N);
+  count = std::min(count + 1, static_cast<int>(N));
+}
+
+// The ring's regular interval (interval_pattern.h); false until it is full
+// or if it is not regular.
+bool FullAndRegular(const std::array<int64_t, kMaxIntervals>& ring, int count,
+                    IntervalPattern& pattern) {
+  return count == kMaxIntervals &&
+         RegularInterval(ring.data(), kMaxIntervals, pattern);
+}
+
+// A decaying mean: a plain one of the first `limit` samples, then each new
+// one weighs 1/limit.
+void AddToMean(int64_t sample, int limit, int64_t& mean, int& count) {
+  count = std::min(count + 1, limit);
+  mean += (sample - mean) / count;
+}
+
 }  // namespace
 
 PredictiveGovernor::PredictiveGovernor(const PredictiveParams& params) noexcept
@@ -26,13 +51,11 @@ int64_t PredictiveGovernor::wake_margin_ns() const noexcept {
 }
 
 bool PredictiveGovernor::Regular(IntervalPattern& pattern) const noexcept {
-  return history_count_ == kHistory &&
-         RegularInterval(history_.data(), kHistory, pattern);
+  return FullAndRegular(history_, history_count_, pattern);
 }
 
 bool PredictiveGovernor::Rhythmic(IntervalPattern& rhythm) const noexcept {
-  return rhythm_count_ == kHistory &&
-         RegularInterval(rhythm_.data(), kHistory, rhythm);
+  return FullAndRegular(rhythm_, rhythm_count_, rhythm);
 }
 
 int64_t PredictiveGovernor::NextBeat() const noexcept {
@@ -246,17 +269,6 @@ void PredictiveGovernor::Reflect(int state, int64_t residency_ns,
   EndPeriod(seen_at, exit == IdleExit::kDeadline);
 }
 
-namespace {
-
-// A decaying mean: a plain one of the first `limit` samples, then each new
-// one weighs 1/limit.
-void AddToMean(int64_t sample, int limit, int64_t& mean, int& count) {
-  count = std::min(count + 1, limit);
-  mean += (sample - mean) / count;
-}
-
-}  // namespace
-
 void PredictiveGovernor::StartBeat(int64_t beat_ns) noexcept {
   beat_ns_ = beat_ns;
   beat_lost_ = false;
@@ -293,9 +305,7 @@ void PredictiveGovernor::NoteWake(int64_t seen_ns, bool exact) noexcept {
   }
   if (exact) rhythm_misses_ = 0;
   if (last_wake_ns_ != kNoWake) {
-    rhythm_[rhythm_next_] = seen_ns - last_wake_ns_;
-    rhythm_next_ = (rhythm_next_ + 1) % kHistory;
-    rhythm_count_ = std::min(rhythm_count_ + 1, kHistory);
+    Push(rhythm_, rhythm_count_, rhythm_next_, seen_ns - last_wake_ns_);
   }
   last_wake_ns_ = seen_ns;
   if (!exact) return;
@@ -313,9 +323,7 @@ void PredictiveGovernor::NoteWake(int64_t seen_ns, bool exact) noexcept {
 }
 
 void PredictiveGovernor::LearnLateness(int64_t lateness_ns) noexcept {
-  lateness_[lateness_next_] = lateness_ns;
-  lateness_next_ = (lateness_next_ + 1) % kLatenessHistory;
-  lateness_count_ = std::min(lateness_count_ + 1, kLatenessHistory);
+  Push(lateness_, lateness_count_, lateness_next_, lateness_ns);
   // The 90th percentile of the recent samples: a block late by more than
   // that is one in ten, and one outlier (a preempted vCPU) moves nothing.
   std::array<int64_t, kLatenessHistory> sorted = lateness_;
@@ -337,9 +345,7 @@ int64_t PredictiveGovernor::MarginFor(int64_t cap_ns) const noexcept {
 
 void PredictiveGovernor::EndPeriod(int64_t end_ns, bool by_deadline) noexcept {
   const int64_t duration = end_ns - period_start_ns_;
-  history_[history_next_] = duration;
-  history_next_ = (history_next_ + 1) % kHistory;
-  history_count_ = std::min(history_count_ + 1, kHistory);
+  Push(history_, history_count_, history_next_, duration);
   if (by_deadline) {
     ++hits_;
   } else {
@@ -347,8 +353,7 @@ void PredictiveGovernor::EndPeriod(int64_t end_ns, bool by_deadline) noexcept {
   }
   if (!by_deadline) {
     // A plain average of the first kDenseDecay, then a decaying one.
-    wake_periods_ = std::min(wake_periods_ + 1, kDenseDecay);
-    mean_period_ns_ += (duration - mean_period_ns_) / wake_periods_;
+    AddToMean(duration, kDenseDecay, mean_period_ns_, wake_periods_);
   }
   const bool is_short = duration < params_.block_target_residency_ns;
   short_share_ += ((is_short ? kShareOne : 0) - short_share_) / kDecay;
